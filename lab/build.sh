@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Kernel configuration and build, one O= directory per arch. Sourced by run.sh.
+
+# config_fragments ARCH: the in-tree fragments the bundle carries, in merge order.
+config_fragments() {
+	echo "$LAB_WORKTREE/kernel/configs/kcfi-lab.config"
+	echo "$LAB_WORKTREE/arch/$(kbuild_arch "$1")/configs/kcfi-lab.config"
+}
+
+kmake() {
+	local arch=$1
+	shift
+	make -C "$LAB_WORKTREE" O="$(build_dir "$arch")" ARCH="$(kbuild_arch "$arch")" \
+		LLVM="$KCFI_LAB_LLVM" "$@"
+}
+
+# requested_options FRAGMENT...: "CONFIG_X=VALUE" for every option set or
+# unset in the fragments ("n" for "# CONFIG_X is not set"); last one wins.
+requested_options() {
+	sed -n -e 's/^\(CONFIG_[A-Za-z0-9_]*\)=\(.*\)$/\1=\2/p' \
+		-e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set$/\1=n/p' "$@" |
+		awk -F= '{ v[$1] = substr($0, length($1) + 2); if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+			END { for (i = 1; i <= n; i++) print order[i] "=" v[order[i]] }'
+}
+
+# verify_config ARCH: every requested option is in the final .config, with
+# the requested value. Kconfig silently drops options whose dependencies
+# are unmet, so this is checked, never assumed.
+verify_config() {
+	local arch=$1 config
+	config="$(build_dir "$arch")/.config"
+	local -a frags bad=()
+	mapfile -t frags < <(config_fragments "$arch")
+	local line name want got
+	while IFS= read -r line; do
+		name=${line%%=*}
+		want=${line#*=}
+		got=$(sed -n "s/^$name=//p" "$config")
+		[ -n "$got" ] || got=n
+		[ "$got" = "$want" ] || bad+=("$name=$want (got $got)")
+	done < <(requested_options "${frags[@]}")
+	if [ "${#bad[@]}" -gt 0 ]; then
+		rm -f "$(build_dir "$arch")/.kcfi-lab-config"
+		die "$arch .config lacks requested options: ${bad[*]} (unmet dependencies?)"
+	fi
+}
+
+config_stamp() {
+	local -a frags
+	mapfile -t frags < <(config_fragments "$1")
+	cat "${frags[@]}" | sha256sum | cut -d' ' -f1
+}
+
+configure_kernel() {
+	local arch=$1 out stamp log
+	out=$(build_dir "$arch")
+	stamp=$(config_stamp "$arch")
+	if [ -f "$out/.config" ] && [ "$(cat "$out/.kcfi-lab-config" 2>/dev/null)" = "$stamp" ]; then
+		return 0
+	fi
+	local -a frags
+	mapfile -t frags < <(config_fragments "$arch")
+	local f
+	for f in "${frags[@]}"; do
+		[ -f "$f" ] || die "config fragment missing from the kernel branch: $f"
+	done
+	mkdir -p "$out"
+	log=$(new_log "config-$arch")
+	info "configuring $arch: tinyconfig + ${frags[*]#"$LAB_WORKTREE/"} (log: $log)"
+	{
+		kmake "$arch" tinyconfig &&
+			"$LAB_WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${frags[@]}" &&
+			kmake "$arch" olddefconfig
+	} >"$log" 2>&1 || die "configuring $arch failed (log: $log)"
+	verify_config "$arch"
+	echo "$stamp" >"$out/.kcfi-lab-config"
+}
+
+# source_stamp: what the build depends on besides the config: the branch
+# head and any uncommitted edit in the worktree.
+source_stamp() {
+	{
+		git -C "$LAB_WORKTREE" rev-parse "HEAD^{tree}"
+		git -C "$LAB_WORKTREE" status --porcelain=v1 --untracked-files=no
+		git -C "$LAB_WORKTREE" diff HEAD
+	} | sha256sum | cut -d' ' -f1
+}
+
+build_stamp() {
+	echo "$(source_stamp) $(config_stamp "$1") $KCFI_LAB_LLVM"
+}
+
+kernel_is_built() {
+	local arch=$1
+	[ -f "$(kernel_image "$arch")" ] &&
+		[ "$(cat "$(build_dir "$arch")/.kcfi-lab-built" 2>/dev/null)" = "$(build_stamp "$arch")" ]
+}
+
+# show_progress PID LOG LABEL: one status line while make runs.
+show_progress() {
+	local pid=$1 log=$2 label=$3 start last
+	start=$SECONDS
+	while kill -0 "$pid" 2>/dev/null; do
+		if is_tty; then
+			last=$(tail -n 1 "$log" 2>/dev/null | cut -c1-60)
+			printf '\r\033[K[%s %3ds] %s' "$label" "$((SECONDS - start))" "$last" >&2
+		fi
+		sleep 1
+	done
+	is_tty && printf '\r\033[K' >&2
+	return 0
+}
+
+build_kernel() {
+	local arch=$1 log pid rc
+	configure_kernel "$arch"
+	if kernel_is_built "$arch"; then
+		info "$arch kernel is up to date ($(kernel_image "$arch"))"
+		return 0
+	fi
+	rm -f "$(build_dir "$arch")/.kcfi-lab-built"
+	log=$(new_log "build-$arch")
+	info "building $arch with clang$KCFI_LAB_LLVM, $KCFI_LAB_JOBS jobs (log: $log)"
+	local start=$SECONDS
+	kmake "$arch" -j"$KCFI_LAB_JOBS" all scripts_gdb >"$log" 2>&1 &
+	pid=$!
+	trap 'kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; info "build interrupted; run the same command again to resume"; exit 130' INT TERM
+	show_progress "$pid" "$log" "build $arch"
+	rc=0
+	wait "$pid" || rc=$?
+	trap - INT TERM
+	if [ "$rc" != 0 ]; then
+		grep -m 5 -E 'error:|Error [0-9]' "$log" | sed 's/^/  /' >&2 || true
+		die "$arch build failed (log: $log)"
+	fi
+	build_stamp "$arch" >"$(build_dir "$arch")/.kcfi-lab-built"
+	info "$arch kernel built in $((SECONDS - start)) s: $(kernel_image "$arch")"
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The run.sh subcommands that are not a boot: status, clean, bundle.
+# Sourced by run.sh.
+
+package_version() {
+	dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not installed"
+}
+
+cmd_status() {
+	local arch
+	echo "KCFI_LAB_HOME:  $KCFI_LAB_HOME"
+	echo "repository:     $KCFI_LAB_ROOT"
+	echo "bundle:         $KCFI_LAB_BUNDLE"
+	echo "packages:       linux-source-6.1 $(package_version linux-source-6.1), clang-16 $(package_version clang-16), qemu $(package_version qemu-system-x86)"
+	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify distro >/dev/null 2>&1; then
+		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' distro)"
+	else
+		echo "distro import:  none (run ./run.sh setup, then ./run.sh build)"
+	fi
+	if [ -e "$LAB_WORKTREE/Makefile" ]; then
+		echo "worktree:       $LAB_WORKTREE"
+		echo "branch head:    $(git -C "$LAB_WORKTREE" log -1 --format='%h %s' 2>/dev/null) ($(git -C "$LAB_WORKTREE" rev-list --count distro..HEAD 2>/dev/null) lab commits)"
+	else
+		echo "worktree:       none"
+	fi
+	for arch in x86_64 arm64; do
+		if [ -f "$(kernel_image "$arch")" ]; then
+			echo "$arch:$(printf '%*s' $((15 - ${#arch})) '')built $(date -r "$(kernel_image "$arch")" '+%F %T') $(kernel_image "$arch")"
+		else
+			echo "$arch:$(printf '%*s' $((15 - ${#arch})) '')not built"
+		fi
+	done
+}
+
+cmd_clean() {
+	lock_home
+	if [ "${1:-}" = --all ]; then
+		info "removing $KCFI_LAB_HOME"
+		unlock_home
+		rm -rf "$KCFI_LAB_HOME"
+		return
+	fi
+	info "removing build outputs, initramfs images and logs (kept: the kernel git repo and worktree; --all removes everything)"
+	rm -rf "$KCFI_LAB_HOME/build" "$KCFI_LAB_HOME/initramfs" "$LAB_LOGS" "$KCFI_LAB_HOME/run"
+}
+
+cmd_bundle() {
+	lock_home
+	[ -d "$LAB_GIT" ] || die "no kernel repository in $KCFI_LAB_HOME; run ./run.sh build first"
+	recut_bundle
+}

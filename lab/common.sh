@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Shared helpers for run.sh and the lab/ pieces: messages, paths, the lock.
+# Sourced, never executed.
+# shellcheck disable=SC2034 # the variables are used by the other pieces
+
+KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+KCFI_LAB_HOME=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}
+KCFI_LAB_BUNDLE=${KCFI_LAB_BUNDLE:-$KCFI_LAB_ROOT/kernel-branch.bundle}
+KCFI_LAB_LLVM=${KCFI_LAB_LLVM:--16}
+KCFI_LAB_JOBS=${KCFI_LAB_JOBS:-$(nproc)}
+
+# Layout of the state directory.
+LAB_GIT="$KCFI_LAB_HOME/linux.git"
+LAB_WORKTREE="$KCFI_LAB_HOME/worktree"
+LAB_STATE="$KCFI_LAB_HOME/state"
+LAB_LOGS="$KCFI_LAB_HOME/logs"
+LAB_BIN="$KCFI_LAB_HOME/bin"
+LAB_BRANCH=kcfi-lab
+
+info() {
+	printf 'kcfi-lab: %s\n' "$*" >&2
+}
+
+warn() {
+	printf 'kcfi-lab: warning: %s\n' "$*" >&2
+}
+
+die() {
+	printf 'kcfi-lab: error: %s\n' "$*" >&2
+	exit 1
+}
+
+# usage_error MSG: bad command line; exit 2 after a one-line error and the usage.
+usage_error() {
+	printf 'kcfi-lab: error: %s\n' "$*" >&2
+	print_usage | sed -n '1,3p' >&2
+	echo "(./run.sh --help explains every option)" >&2
+	exit 2
+}
+
+# normalize_arch NAME: print the canonical arch name, or fail.
+normalize_arch() {
+	case "$1" in
+	x86_64 | x86 | amd64) echo x86_64 ;;
+	arm64 | aarch64) echo arm64 ;;
+	*) return 1 ;;
+	esac
+}
+
+# Kbuild's ARCH= and SRCARCH for a lab arch.
+kbuild_arch() {
+	case "$1" in
+	x86_64) echo x86 ;;
+	arm64) echo arm64 ;;
+	esac
+}
+
+build_dir() {
+	echo "$KCFI_LAB_HOME/build/$1"
+}
+
+kernel_image() {
+	case "$1" in
+	x86_64) echo "$(build_dir "$1")/arch/x86/boot/bzImage" ;;
+	arm64) echo "$(build_dir "$1")/arch/arm64/boot/Image" ;;
+	esac
+}
+
+initramfs_image() {
+	echo "$KCFI_LAB_HOME/initramfs/$1.cpio.gz"
+}
+
+have() {
+	command -v "$1" >/dev/null 2>&1
+}
+
+# require_tool CMD PACKAGE: fail with the exact install hint when CMD is missing.
+require_tool() {
+	have "$1" && return 0
+	die "$1 not found; install it with: ./run.sh setup (or: sudo apt-get install $2)"
+}
+
+is_tty() {
+	[ -t 0 ] && [ -t 1 ]
+}
+
+# lock_home: one run.sh at a time may change the state directory.
+# The lock is dropped when the process exits, or by unlock_home.
+lock_home() {
+	mkdir -p "$KCFI_LAB_HOME" "$LAB_STATE" "$LAB_LOGS"
+	exec 9>"$KCFI_LAB_HOME/.lock"
+	if ! flock -n 9; then
+		die "another run.sh is working in $KCFI_LAB_HOME (pid $(cat "$KCFI_LAB_HOME/.lock.pid" 2>/dev/null || echo '?')); wait for it to finish"
+	fi
+	echo "$$" >"$KCFI_LAB_HOME/.lock.pid"
+}
+
+unlock_home() {
+	rm -f "$KCFI_LAB_HOME/.lock.pid"
+	exec 9>&-
+}
+
+# new_log NAME: print the path of a fresh log file for a step.
+new_log() {
+	mkdir -p "$LAB_LOGS"
+	echo "$LAB_LOGS/$1-$(date +%Y%m%d-%H%M%S).log"
+}

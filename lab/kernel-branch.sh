@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# The kernel tree: import Debian's linux-source-6.1 as one commit, replay
+# the lab's commits from kernel-branch.bundle onto it with git cherry-pick,
+# and re-cut the bundle from the worktree (maintainer path). Sourced by run.sh.
+
+DISTRO_TARBALL=${KCFI_LAB_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+LAB_IDENT=(-c "user.name=KCFI Lab" -c "user.email=kcfi-lab@localhost")
+
+lgit() {
+	git --git-dir="$LAB_GIT" "${LAB_IDENT[@]}" "$@"
+}
+
+distro_version() {
+	if [ -n "${KCFI_LAB_DISTRO_VERSION:-}" ]; then
+		echo "$KCFI_LAB_DISTRO_VERSION"
+		return
+	fi
+	dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || echo unknown
+}
+
+distro_tag() {
+	echo "distro/$(distro_version | tr ':~' '__')"
+}
+
+# import_distro: the tarball becomes one commit tagged distro/VERSION and
+# the branch "distro". Debian's top-level .gitignore ignores everything, so
+# files are added with -f.
+import_distro() {
+	local tag version tmp
+	tag=$(distro_tag)
+	version=$(distro_version)
+	[ -d "$LAB_GIT" ] || git init -q --bare "$LAB_GIT"
+	if lgit rev-parse -q --verify "refs/tags/$tag" >/dev/null; then
+		lgit update-ref refs/heads/distro "refs/tags/$tag"
+		return 0
+	fi
+	[ -f "$DISTRO_TARBALL" ] || die "$DISTRO_TARBALL not found; run: ./run.sh setup"
+	info "importing linux-source-6.1 $version into $LAB_GIT (about a minute)"
+	tmp="$KCFI_LAB_HOME/import.tmp"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	tar -C "$tmp" -xf "$DISTRO_TARBALL"
+	local src date tree commit
+	src=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+	[ -n "$src" ] || die "$DISTRO_TARBALL holds no source directory"
+	date="$(stat -c %Y "$DISTRO_TARBALL") +0000"
+	rm -f "$tmp.index"
+	GIT_INDEX_FILE="$tmp.index" git --git-dir="$LAB_GIT" --work-tree="$src" add -A -f .
+	tree=$(GIT_INDEX_FILE="$tmp.index" lgit write-tree)
+	commit=$(printf 'Import Debian linux-source-6.1 %s\n\nDistro-Version: %s\n' "$version" "$version" |
+		GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" lgit commit-tree "$tree")
+	lgit tag "$tag" "$commit"
+	lgit update-ref refs/heads/distro "$commit"
+	rm -rf "$tmp" "$tmp.index"
+}
+
+# verify_bundle: a clear one-line error for a missing or damaged bundle.
+verify_bundle() {
+	local out
+	[ -f "$KCFI_LAB_BUNDLE" ] || die "bundle not found: $KCFI_LAB_BUNDLE"
+	local scratch
+	scratch=$(mktemp -d)
+	git init -q --bare "$scratch"
+	if ! out=$(git --git-dir="$scratch" bundle verify "$KCFI_LAB_BUNDLE" 2>&1); then
+		rm -rf "$scratch"
+		die "$KCFI_LAB_BUNDLE is damaged: $(printf '%s\n' "$out" | grep -v '^$' | head -n 1)"
+	fi
+	rm -rf "$scratch"
+}
+
+# bundle_state: "DISTRO-COMMIT BUNDLE-TIP" for the current inputs.
+bundle_state() {
+	echo "$(lgit rev-parse distro) $(lgit rev-parse "refs/lab/bundle/$LAB_BRANCH")"
+}
+
+fetch_bundle() {
+	verify_bundle
+	lgit fetch -q --no-tags "$KCFI_LAB_BUNDLE" "+refs/heads/$LAB_BRANCH:refs/lab/bundle/$LAB_BRANCH" ||
+		die "cannot fetch $LAB_BRANCH from $KCFI_LAB_BUNDLE"
+}
+
+remove_replay_tree() {
+	local tmp="$KCFI_LAB_HOME/replay.tmp"
+	if [ -e "$tmp" ]; then
+		lgit worktree remove --force "$tmp" 2>/dev/null || rm -rf "$tmp"
+	fi
+	lgit worktree prune
+}
+
+# replay_commits: cherry-pick the bundle's commits onto "distro" in a
+# sparse scratch worktree, so the real worktree stays untouched until all
+# of them applied. Prints the new tip.
+replay_commits() {
+	local tip root tmp="$KCFI_LAB_HOME/replay.tmp"
+	tip=$(lgit rev-parse "refs/lab/bundle/$LAB_BRANCH")
+	root=$(lgit rev-list --max-parents=0 "$tip")
+	remove_replay_tree
+	lgit worktree add -q --no-checkout --detach "$tmp" distro >/dev/null
+	local -a paths
+	mapfile -t paths < <(lgit diff --name-only "$root" "$tip" | sed 's|^|/|')
+	git -C "$tmp" sparse-checkout set --no-cone "${paths[@]}" >/dev/null
+	git -C "$tmp" checkout -q --detach distro
+	local c date subject
+	for c in $(lgit rev-list --reverse "$root..$tip"); do
+		date=$(lgit log -1 --format=%ad --date=raw "$c")
+		subject=$(lgit log -1 --format=%s "$c")
+		if ! GIT_COMMITTER_DATE="$date" git -C "$tmp" "${LAB_IDENT[@]}" \
+			cherry-pick --allow-empty "$c" >"$tmp.log" 2>&1; then
+			local why
+			why=$(git -C "$tmp" diff --name-only --diff-filter=U | tr '\n' ' ')
+			git -C "$tmp" cherry-pick --abort >/dev/null 2>&1 || true
+			remove_replay_tree
+			die "commit '$subject' (${c:0:12}) does not apply onto linux-source-6.1 $(distro_version): conflict in ${why:-$(tail -n 1 "$tmp.log")}; the previous worktree is unchanged"
+		fi
+	done
+	git -C "$tmp" rev-parse HEAD
+	remove_replay_tree
+	rm -f "$tmp.log"
+}
+
+# checkout_worktree COMMIT: point branch kcfi-lab and the worktree at COMMIT.
+checkout_worktree() {
+	local new=$1
+	if [ -d "$LAB_WORKTREE/.git" ] || [ -f "$LAB_WORKTREE/.git" ]; then
+		lgit branch -f "$LAB_BRANCH-previous" "$LAB_BRANCH" 2>/dev/null || true
+		git -C "$LAB_WORKTREE" checkout -q -B "$LAB_BRANCH" "$new" ||
+			die "the worktree $LAB_WORKTREE has local changes that conflict with the new kernel branch; commit or stash them there"
+	else
+		rm -rf "$LAB_WORKTREE"
+		lgit worktree prune
+		info "checking out the kernel worktree into $LAB_WORKTREE"
+		lgit worktree add -q -B "$LAB_BRANCH" "$LAB_WORKTREE" "$new" >/dev/null
+	fi
+}
+
+# recover_worktree: undo what an interrupted run left behind.
+recover_worktree() {
+	remove_replay_tree 2>/dev/null || true
+	if [ -d "$LAB_WORKTREE" ] && [ -n "$(git -C "$LAB_WORKTREE" rev-parse -q --verify CHERRY_PICK_HEAD 2>/dev/null)" ]; then
+		git -C "$LAB_WORKTREE" cherry-pick --abort || true
+	fi
+}
+
+# prepare_tree: the worktree holds the bundle's commits on the installed
+# distro source. Does nothing when neither changed.
+prepare_tree() {
+	import_distro
+	fetch_bundle
+	recover_worktree
+	local want have=""
+	want=$(bundle_state)
+	[ -f "$LAB_STATE/branch" ] && have=$(cat "$LAB_STATE/branch")
+	if [ "$want" = "$have" ] && [ -e "$LAB_WORKTREE/Makefile" ]; then
+		return 0
+	fi
+	info "replaying the lab's kernel commits onto linux-source-6.1 $(distro_version)"
+	local new
+	new=$(replay_commits)
+	checkout_worktree "$new"
+	echo "$want" >"$LAB_STATE/branch"
+	lgit log --oneline "distro..$LAB_BRANCH" | sed 's/^/  /' >&2
+}
+
+# recut_bundle: rewrite the worktree branch's commits onto a sparse root
+# (only the files the lab touches, as in the distro import) and write them
+# to kernel-branch.bundle. The bundle then needs no prerequisite, and git's
+# 3-way merge replays it onto later 6.1.y imports.
+recut_bundle() {
+	local base head version
+	head=$(lgit rev-parse "$LAB_BRANCH")
+	base=$(lgit merge-base distro "$head")
+	version=$(distro_version)
+	if [ -n "$(lgit rev-list --merges "$base..$head")" ]; then
+		die "the $LAB_BRANCH branch has merge commits; rebase it onto distro first"
+	fi
+	local -a paths
+	mapfile -t paths < <(lgit diff --name-only "$base" "$head")
+	[ "${#paths[@]}" -gt 0 ] || die "the $LAB_BRANCH branch has no commits on top of distro"
+	local idx="$KCFI_LAB_HOME/recut.index"
+	sparse_tree() {
+		rm -f "$idx"
+		GIT_INDEX_FILE="$idx" lgit read-tree --empty
+		lgit ls-tree -r "$1" -- "${paths[@]}" | GIT_INDEX_FILE="$idx" lgit update-index --index-info
+		GIT_INDEX_FILE="$idx" lgit write-tree
+	}
+	local date parent c tree
+	date=$(lgit log -1 --format=%ad --date=raw "$base")
+	parent=$(printf 'kcfi-lab: sparse base from linux-source-6.1 %s\n\nOnly the files the lab commits touch, as in the distro import.\n\nDistro-Version: %s\n' "$version" "$version" |
+		GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" lgit commit-tree "$(sparse_tree "$base")")
+	for c in $(lgit rev-list --reverse "$base..$head"); do
+		tree=$(sparse_tree "$c")
+		parent=$(lgit cat-file commit "$c" | sed '1,/^$/d' |
+			GIT_AUTHOR_NAME="$(lgit log -1 --format=%an "$c")" \
+			GIT_AUTHOR_EMAIL="$(lgit log -1 --format=%ae "$c")" \
+			GIT_AUTHOR_DATE="$(lgit log -1 --format=%ad --date=raw "$c")" \
+			GIT_COMMITTER_NAME="$(lgit log -1 --format=%cn "$c")" \
+			GIT_COMMITTER_EMAIL="$(lgit log -1 --format=%ce "$c")" \
+			GIT_COMMITTER_DATE="$(lgit log -1 --format=%cd --date=raw "$c")" \
+			lgit commit-tree "$tree" -p "$parent")
+	done
+	rm -f "$idx"
+	local scratch
+	scratch=$(mktemp -d)
+	git init -q --bare "$scratch"
+	lgit update-ref refs/lab/recut "$parent"
+	git --git-dir="$scratch" fetch -q "$LAB_GIT" "refs/lab/recut:refs/heads/$LAB_BRANCH"
+	git --git-dir="$scratch" bundle create -q "$KCFI_LAB_BUNDLE.tmp" "refs/heads/$LAB_BRANCH"
+	mv "$KCFI_LAB_BUNDLE.tmp" "$KCFI_LAB_BUNDLE"
+	rm -rf "$scratch"
+	# The replayed branch now matches the new bundle: no replay needed.
+	fetch_bundle
+	bundle_state >"$LAB_STATE/branch"
+	info "wrote $KCFI_LAB_BUNDLE ($(stat -c %s "$KCFI_LAB_BUNDLE") bytes, $(lgit rev-list --count "$base..$head") commits)"
+}

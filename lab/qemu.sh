@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# QEMU: the command line for each arch, accelerator choice, the gdbstub
+# port, and the scripted (--run) and inline console boots. Sourced by run.sh.
+
+qemu_binary() {
+	case "$1" in
+	x86_64) echo qemu-system-x86_64 ;;
+	arm64) echo qemu-system-aarch64 ;;
+	esac
+}
+
+console_device() {
+	case "$1" in
+	x86_64) echo ttyS0 ;;
+	arm64) echo ttyAMA0 ;;
+	esac
+}
+
+# kernel_cmdline ARCH MODE EXTRA: no "quiet": learners read the boot log.
+kernel_cmdline() {
+	local arch=$1 mode=$2 extra=$3 line
+	line="console=$(console_device "$arch") nokaslr panic=-1"
+	[ "$mode" = permissive ] && line+=" cfi=warn"
+	[ -n "$extra" ] && line+=" $extra"
+	echo "$line"
+}
+
+# kvm_usable: /dev/kvm existing is not enough (seen: a device whose
+# KVM_SET_MSRS fails); a short real boot decides, once per QEMU version.
+kvm_usable() {
+	local arch=$1 cache version
+	[ "$arch" = x86_64 ] || return 1
+	[ "${KCFI_LAB_ACCEL:-}" = tcg ] && return 1
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+	version=$(qemu-system-x86_64 --version | head -n 1)
+	cache="$LAB_STATE/kvm-probe"
+	if [ -f "$cache" ] && [ "$(head -n 1 "$cache")" = "$version" ]; then
+		[ "$(sed -n 2p "$cache")" = yes ]
+		return
+	fi
+	local tmp ok=no
+	tmp=$(mktemp -d)
+	run_overlay 'true' "$tmp/run.cpio.gz"
+	cat "$(initramfs_image "$arch")" "$tmp/run.cpio.gz" >"$tmp/initrd"
+	if timeout 30 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -monitor none \
+		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$tmp/initrd" \
+		-append "console=ttyS0 nokaslr panic=-1" </dev/null 2>&1 |
+		grep -q 'kcfi-lab: run finished'; then
+		ok=yes
+	fi
+	rm -rf "$tmp"
+	printf '%s\n%s\n' "$version" "$ok" >"$cache"
+	[ "$ok" = yes ]
+}
+
+# accel_args ARCH: KVM when it really works, TCG otherwise (announced).
+accel_args() {
+	local arch=$1
+	if kvm_usable "$arch"; then
+		echo "-accel kvm -cpu max"
+		return
+	fi
+	[ "$arch" = x86_64 ] && [ -e /dev/kvm ] && [ "${KCFI_LAB_ACCEL:-}" != tcg ] &&
+		info "/dev/kvm is present but a test boot failed; using TCG (slower)"
+	case "$arch" in
+	x86_64) echo "-accel tcg -cpu max" ;;
+	arm64) echo "-M virt -accel tcg -cpu max" ;;
+	esac
+}
+
+port_in_use() {
+	ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# gdb_port: the port for QEMU's gdbstub on 127.0.0.1; --gdb-port or a free
+# one picked at random (never a fixed 1234 that a second run collides with).
+gdb_port() {
+	local p try
+	if [ -n "${OPT_GDB_PORT:-}" ]; then
+		port_in_use "$OPT_GDB_PORT" &&
+			die "gdb port $OPT_GDB_PORT on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"
+		echo "$OPT_GDB_PORT"
+		return
+	fi
+	for try in $(seq 1 50); do
+		p=$((20000 + (RANDOM + try) % 20000))
+		port_in_use "$p" || {
+			echo "$p"
+			return
+		}
+	done
+	die "no free TCP port found on 127.0.0.1 for the gdbstub"
+}
+
+# qemu_args ARCH INITRD MODE [PORT]: the full command line, one word a line.
+qemu_args() {
+	local arch=$1 initrd=$2 mode=$3 port=${4:-}
+	local -a accel
+	read -r -a accel <<<"$(accel_args "$arch")"
+	printf '%s\n' "$(qemu_binary "$arch")" "${accel[@]}" -m 256 -smp 1 -no-reboot \
+		-kernel "$(kernel_image "$arch")" -initrd "$initrd" \
+		-append "$(kernel_cmdline "$arch" "$mode" "${OPT_APPEND:-}")"
+	if [ -n "$port" ]; then
+		printf '%s\n' -gdb "tcp:127.0.0.1:$port" -S
+	fi
+}
+
+# run_scripted ARCH MODE CMDS: boot, run CMDS, power off; the console goes
+# to stdout and to a log. Exit 0 iff the guest booted, ran CMDS and powered
+# off within the timeout.
+run_scripted() {
+	local arch=$1 mode=$2 cmds=$3 tmp log port="" rc=0
+	local timeout=${OPT_TIMEOUT:-300}
+	tmp=$(mktemp -d)
+	run_overlay "$cmds" "$tmp/run.cpio.gz"
+	cat "$(initramfs_image "$arch")" "$tmp/run.cpio.gz" >"$tmp/initrd"
+	[ -n "${OPT_GDB:-}" ] && port=$(gdb_port)
+	local -a cmd
+	mapfile -t cmd < <(qemu_args "$arch" "$tmp/initrd" "$mode" "$port")
+	log=$(new_log "run-$arch")
+	info "booting $arch ($mode), running: $cmds (console log: $log)"
+	[ -n "$port" ] && info "QEMU is halted; gdbstub on 127.0.0.1:$port (target remote 127.0.0.1:$port)"
+	{
+		rc=0
+		timeout "$timeout" "${cmd[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 || rc=$?
+		echo "$rc" >"$tmp/rc"
+	} | tee "$log"
+	rc=$(cat "$tmp/rc")
+	rm -rf "$tmp"
+	info "console log: $log"
+	if [ "$rc" = 124 ]; then
+		tail -n 5 "$log" | sed 's/^/  | /' >&2
+		die "$arch guest did not power off within ${timeout}s (last console lines above); if it was still booting, raise --timeout"
+	fi
+	grep -q 'KCFI Lab guest:' "$log" || die "$arch guest never reached the initramfs (QEMU exit $rc); see $log"
+	grep -q 'kcfi-lab: run finished' "$log" || die "$arch guest did not finish the commands (QEMU exit $rc); see $log"
+	[ "$rc" = 0 ] || die "QEMU exited with status $rc; see $log"
+}
+
+# run_inline ARCH MODE: the console on this terminal (Ctrl-a x quits).
+run_inline() {
+	local arch=$1 mode=$2
+	local -a cmd
+	mapfile -t cmd < <(qemu_args "$arch" "$(initramfs_image "$arch")" "$mode")
+	info "booting $arch ($mode); Ctrl-a x quits QEMU"
+	"${cmd[@]}" -nographic
+}

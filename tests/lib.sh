@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Test helpers, sourced by tests/run.sh and the test files.
+# A test is a function named test_*; it passes when it returns 0, is
+# skipped when it returns 77 (after "skip REASON"), and fails otherwise.
+
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	return 1
+}
+
+skip() {
+	printf 'SKIP: %s\n' "$*" >&2
+	return 77
+}
+
+# assert_grep PATTERN FILE [WHAT]: FILE has a line matching the ERE.
+assert_grep() {
+	grep -Eq -- "$1" "$2" || fail "${3:-expected /$1/} not found in $2"
+}
+
+assert_no_grep() {
+	! grep -Eq -- "$1" "$2" || fail "${3:-unexpected /$1/} found in $2: $(grep -Em1 -- "$1" "$2")"
+}
+
+assert_eq() {
+	[ "$1" = "$2" ] || fail "${3:-values differ}: got '$1', want '$2'"
+}
+
+# expect_exit CODE CMD...: run CMD, require exit status CODE; output in $OUT.
+expect_exit() {
+	local want=$1 got=0
+	shift
+	OUT=$("$@" 2>&1) || got=$?
+	[ "$got" = "$want" ] || fail "'$*' exited $got, want $want; output: $(printf '%s' "$OUT" | tail -n 5)"
+}
+
+lab() {
+	"$KCFI_LAB_ROOT/run.sh" "$@"
+}

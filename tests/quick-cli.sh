@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The command line: help, usage errors, status, missing tools.
+
+test_help_for_every_subcommand() {
+	local sub
+	for sub in "" setup build test status clean bundle; do
+		# shellcheck disable=SC2086
+		expect_exit 0 lab $sub --help
+		[[ "$OUT" == usage:* ]] || fail "'run.sh $sub --help' printed no usage"
+	done
+}
+
+test_unknown_arch_is_a_usage_error() {
+	expect_exit 2 env KCFI_LAB_HOME="$TEST_TMP/h" "$KCFI_LAB_ROOT/run.sh" riscv
+	[ "$(printf '%s\n' "$OUT" | head -n 1)" = "kcfi-lab: error: unknown arch or command: riscv (arches: x86_64, arm64)" ] ||
+		fail "unexpected message: $OUT"
+	[[ "$OUT" == *usage:* ]] || fail "no usage after the error"
+	[ ! -e "$TEST_TMP/h" ] || fail "a usage error created the state directory"
+}
+
+test_unknown_option_is_a_usage_error() {
+	expect_exit 2 lab arm64 --frobnicate
+	[[ "$OUT" == "kcfi-lab: error: unknown option: --frobnicate"* ]] || fail "unexpected message: $OUT"
+	expect_exit 2 lab --run
+	[[ "$OUT" == *"--run needs a value"* ]] || fail "unexpected message: $OUT"
+	expect_exit 2 lab --timeout soon --run true
+	expect_exit 2 lab x86_64 arm64
+}
+
+test_status_on_empty_home_with_spaces() {
+	local home="$TEST_TMP/a home with spaces"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" status
+	[[ "$OUT" == *"KCFI_LAB_HOME:  $home"* ]] || fail "status does not name the home: $OUT"
+	[[ "$OUT" == *"x86_64:         not built"* ]] || fail "status claims a build: $OUT"
+	[[ "$OUT" == *"worktree:       none"* ]] || fail "status claims a worktree: $OUT"
+}
+
+# A PATH holding every host command but one.
+path_without() {
+	local dir="$TEST_TMP/path-without-$1" d f
+	mkdir -p "$dir"
+	for d in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
+		for f in "$d"/*; do
+			[ -x "$f" ] && [ ! -e "$dir/${f##*/}" ] && ln -s "$f" "$dir/${f##*/}"
+		done
+	done
+	rm -f "$dir/$1"
+	echo "$dir"
+}
+
+test_missing_tool_gives_install_hint() {
+	local path
+	path=$(path_without clang-16)
+	expect_exit 1 env PATH="$path" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" build
+	assert_eq "$OUT" "kcfi-lab: error: clang-16 not found; install it with: ./run.sh setup (or: sudo apt-get install clang-16)"
+	path=$(path_without qemu-system-aarch64)
+	expect_exit 1 env PATH="$path" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" arm64 --run true
+	[[ "$OUT" == *"qemu-system-aarch64 not found"*"apt-get install qemu-system-arm)" ]] || fail "unexpected: $OUT"
+}
+
+test_gdb_port_taken_is_refused_early() {
+	local port
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(20)" &
+	local pid=$!
+	sleep 0.5
+	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h3" "$KCFI_LAB_ROOT/run.sh" --gdb --gdb-port "$port" --run true
+	kill "$pid"
+	assert_eq "$OUT" "kcfi-lab: error: gdb port $port on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"
+	[ ! -e "$TEST_TMP/h3" ] || fail "the refused run created state"
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Static checks: shell lint and syntax, the bundle, the host tool.
+
+shell_files() {
+	local f
+	while IFS= read -r f; do
+		case "$f" in
+		*.sh | .ci/run) echo "$f" ;;
+		*) head -c 64 "$f" | grep -q '^#!.*\(bash\|/sh\|busybox sh\)' && echo "$f" ;;
+		esac
+	done < <(git ls-files --cached --others --exclude-standard | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+	return 0
+}
+
+test_shellcheck_clean() {
+	local -a files
+	mapfile -t files < <(shell_files)
+	[ "${#files[@]}" -gt 10 ] || fail "found only ${#files[@]} shell files"
+	shellcheck -x "${files[@]}"
+}
+
+test_shell_syntax() {
+	local f
+	while IFS= read -r f; do
+		if head -n 1 "$f" | grep -q bash; then bash -n "$f"; else busybox sh -n "$f"; fi
+	done < <(shell_files)
+}
+
+test_bundle_verifies_in_empty_repo() {
+	local repo="$TEST_TMP/empty.git"
+	git init -q --bare "$repo"
+	git --git-dir="$repo" bundle verify "$KCFI_LAB_ROOT/kernel-branch.bundle"
+	local size
+	size=$(stat -c %s "$KCFI_LAB_ROOT/kernel-branch.bundle")
+	[ "$size" -lt 1048576 ] || fail "bundle is $size bytes"
+}
+
+test_bundle_commits_are_the_labs() {
+	local repo="$TEST_TMP/b.git" root n
+	git init -q --bare "$repo"
+	git --git-dir="$repo" fetch -q "$KCFI_LAB_ROOT/kernel-branch.bundle" "refs/heads/kcfi-lab:refs/heads/kcfi-lab"
+	root=$(git --git-dir="$repo" rev-list --max-parents=0 kcfi-lab)
+	n=$(git --git-dir="$repo" rev-list --count "$root..kcfi-lab")
+	[ "$n" -ge 3 ] || fail "only $n lab commits in the bundle"
+	# Every commit is authored by the lab, has an upstream-style subject and a sign-off.
+	git --git-dir="$repo" log --format='%an|%s' "$root..kcfi-lab" | while IFS='|' read -r author subject; do
+		assert_eq "$author" "KCFI Lab" "author of '$subject'"
+		[[ "$subject" =~ ^[a-z0-9/_-]+:\ [a-z] ]] || fail "subject not upstream style: $subject"
+	done
+	[ "$(git --git-dir="$repo" log --format=%b "$root..kcfi-lab" | grep -c '^Signed-off-by: KCFI Lab')" = "$n" ] ||
+		fail "a commit lacks Signed-off-by"
+	# The root is sparse: only the files the lab touches.
+	local files
+	files=$(git --git-dir="$repo" ls-tree -r --name-only "$root" | wc -l)
+	[ "$files" -lt 100 ] || fail "sparse root holds $files files"
+}
+
+test_config_check_catches_dropped_option() {
+	(
+		# shellcheck source=lab/common.sh
+		. lab/common.sh
+		# shellcheck source=lab/build.sh
+		. lab/build.sh
+		KCFI_LAB_HOME="$TEST_TMP/home"
+		LAB_WORKTREE="$TEST_TMP/tree"
+		mkdir -p "$LAB_WORKTREE/kernel/configs" "$LAB_WORKTREE/arch/x86/configs" "$(build_dir x86_64)"
+		printf 'CONFIG_A=y\n# CONFIG_B is not set\n' >"$LAB_WORKTREE/kernel/configs/kcfi-lab.config"
+		printf 'CONFIG_C="x y"\n' >"$LAB_WORKTREE/arch/x86/configs/kcfi-lab.config"
+		printf 'CONFIG_A=y\nCONFIG_C="x y"\n' >"$(build_dir x86_64)/.config"
+		(verify_config x86_64) || fail "a complete .config was rejected"
+		printf 'CONFIG_A=y\nCONFIG_B=y\n' >"$(build_dir x86_64)/.config"
+		local out rc=0
+		out=$( (verify_config x86_64) 2>&1) || rc=$?
+		[ "$rc" = 1 ] || fail "verify_config accepted a .config missing options"
+		[[ "$out" == *"CONFIG_B=n (got y)"* ]] || fail "no word on CONFIG_B: $out"
+		[[ "$out" == *'CONFIG_C="x y" (got n)'* ]] || fail "no word on CONFIG_C: $out"
+		[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "error is not one line: $out"
+	)
+}
+
+test_host_tool_make_check() {
+	[ -f lab/kcfi/Makefile ] || skip "lab/kcfi not present"
+	make -s -C lab/kcfi check
+}

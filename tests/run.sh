@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The test suite: ./run.sh test [--quick]. Prints "N passed, N failed,
+# N skipped" last; exits non-zero when a test failed.
+set -euo pipefail
+
+KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export KCFI_LAB_ROOT
+# shellcheck source=tests/lib.sh
+. "$KCFI_LAB_ROOT/tests/lib.sh"
+
+QUICK=""
+ONLY=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) QUICK=1 ;;
+	--only)
+		ONLY=$2
+		shift
+		;;
+	*)
+		echo "usage: ./run.sh test [--quick] [--only PATTERN]" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-test.XXXXXX")
+export TEST_TMP
+cleanup() { rm -rf "$TEST_TMP"; }
+trap cleanup EXIT
+
+# Nothing here may load code into the host kernel: these shims record any
+# call and the last test fails if one happened.
+SHIMS="$TEST_TMP/shims"
+mkdir -p "$SHIMS"
+for tool in insmod modprobe rmmod kexec; do
+	printf '#!/bin/sh\necho "%s $*" >>"%s/host-kernel-calls"\nexit 1\n' "$tool" "$TEST_TMP" >"$SHIMS/$tool"
+	chmod +x "$SHIMS/$tool"
+done
+export PATH="$SHIMS:$PATH"
+
+files=("$KCFI_LAB_ROOT"/tests/quick-*.sh)
+[ -n "$QUICK" ] || files+=("$KCFI_LAB_ROOT"/tests/full-*.sh)
+for f in "${files[@]}"; do
+	# shellcheck source=/dev/null
+	. "$f"
+done
+
+passed=0 failed=0 skipped=0
+run_test() {
+	local name=$1 log="$TEST_TMP/$1.log" rc=0 start=$SECONDS
+	# In the background, so that errexit holds inside the test (it is
+	# ignored in a subshell that is the left side of "||").
+	(
+		set -euo pipefail
+		cd "$KCFI_LAB_ROOT"
+		"$name"
+	) >"$log" 2>&1 </dev/null &
+	wait $! || rc=$?
+	case "$rc" in
+	0)
+		passed=$((passed + 1))
+		printf 'ok   %-52s %4ds\n' "$name" "$((SECONDS - start))"
+		;;
+	77)
+		skipped=$((skipped + 1))
+		printf 'skip %-52s %s\n' "$name" "$(grep -m1 '^SKIP:' "$log" | cut -c7-)"
+		;;
+	*)
+		failed=$((failed + 1))
+		printf 'FAIL %-52s %4ds\n' "$name" "$((SECONDS - start))"
+		tail -n 25 "$log" | sed 's/^/     | /'
+		;;
+	esac
+}
+
+# Tests run in the order they are defined, file by file.
+for f in "${files[@]}"; do
+	while read -r name; do
+		[ -z "$ONLY" ] || [[ "$name" == *$ONLY* ]] || continue
+		run_test "$name"
+	done < <(grep -oE '^test_[a-z0-9_]+' "$f")
+done
+
+test_zz_host_kernel_untouched() {
+	[ ! -s "$TEST_TMP/host-kernel-calls" ] ||
+		fail "the lab called host kernel tools: $(cat "$TEST_TMP/host-kernel-calls")"
+}
+run_test test_zz_host_kernel_untouched
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
