@@ -25,7 +25,7 @@ print_usage() {
 	cat <<'USAGE'
 usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT]
-       ./run.sh setup | build [ARCH...] | test [--quick] | status | clean [--all] | bundle | --help
+       ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle | --help
 
   ARCH            x86_64 (default; also x86, amd64) or arm64 (also aarch64)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
@@ -38,7 +38,8 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   --gdb-port P    the gdbstub's port on 127.0.0.1 (default: a free one)
 
   setup           install missing Debian packages, fetch arm64 busybox
-  build           prepare the kernel worktree, build kernel and initramfs
+  prepare         import the distro source, replay the kernel branch (no build)
+  build           prepare, then build kernel and initramfs
   test            run the test suite (--quick: no kernel build)
   status          paths, package versions, branch head, what is built
   clean           remove builds and logs (--all: the whole KCFI_LAB_HOME)
@@ -86,7 +87,7 @@ main() {
 	local arch="" mode=strict sub=boot
 	local -a args=()
 	case "${1:-}" in
-	setup | build | test | status | clean | bundle)
+	setup | prepare | build | test | status | clean | bundle)
 		sub=$1
 		shift
 		;;
@@ -130,6 +131,11 @@ main() {
 	case "$sub" in
 	boot) boot "${arch:-x86_64}" "$mode" ;;
 	setup) lock_home && cmd_setup ;;
+	prepare)
+		lock_home
+		ensure_packages
+		prepare_tree
+		;;
 	build) prepare "${args[@]:-x86_64}" ;;
 	test) exec "$KCFI_LAB_ROOT/tests/run.sh" "${args[@]}" ;;
 	status) cmd_status ;;

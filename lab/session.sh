@@ -12,7 +12,7 @@ write_gdbinit() {
 		set confirm off
 		add-auto-load-safe-path $out
 		file $out/vmlinux
-		source $KCFI_LAB_ROOT/gdb-scripts/kcfi.gdb
+		source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py
 		target remote 127.0.0.1:$port
 	GDB
 }

@@ -37,3 +37,65 @@ expect_exit() {
 lab() {
 	"$KCFI_LAB_ROOT/run.sh" "$@"
 }
+
+# --- Facts derived from the build, never typed in -------------------------
+
+# shellcheck source=lab/common.sh
+. "$KCFI_LAB_ROOT/lab/common.sh"
+
+vmlinux_of() {
+	echo "$(build_dir "$1")/vmlinux"
+}
+
+# symbol_addr ARCH SYMBOL: the symbol's address, hex without 0x.
+symbol_addr() {
+	llvm-nm-16 "$(vmlinux_of "$1")" | awk -v s="$2" '$3 == s { print $1; exit }'
+}
+
+# word_before ARCH ADDR-HEX: the little-endian 32-bit word at ADDR-4, as
+# llvm-objdump -s shows the bytes.
+word_before() {
+	local start stop bytes
+	start=$(printf '0x%x' $((0x$2 - 4)))
+	stop=$(printf '0x%x' $((0x$2)))
+	bytes=$(llvm-objdump-16 -s --start-address="$start" --stop-address="$stop" "$(vmlinux_of "$1")" |
+		awk '/^ [0-9a-f]+ / { print $2; exit }')
+	[ "${#bytes}" = 8 ] || return 1
+	echo "${bytes:6:2}${bytes:4:2}${bytes:2:2}${bytes:0:2}"
+}
+
+# preamble_type ARCH FUNC: the kCFI type id of FUNC as llvm-objdump shows
+# it (x86_64: the movl in __cfi_FUNC; arm64: the word in front of FUNC),
+# or "none" when x86 has no __cfi_ preamble for it.
+preamble_type() {
+	local arch=$1 func=$2 id addr
+	if [ "$arch" = x86_64 ]; then
+		id=$(llvm-objdump-16 -d --disassemble-symbols="__cfi_$func" "$(vmlinux_of "$arch")" 2>/dev/null |
+			sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p' | head -n 1)
+		[ -n "$id" ] || id=none
+		printf '%s\n' "$id"
+	else
+		addr=$(symbol_addr "$arch" "$func")
+		[ -n "$addr" ] || return 1
+		word_before "$arch" "$addr"
+	fi
+}
+
+# site_expected_type ARCH FUNC: the type id the first kCFI check in FUNC
+# expects, decoded from llvm-objdump's disassembly of FUNC.
+site_expected_type() {
+	local arch=$1 func=$2 dis
+	dis=$(llvm-objdump-16 -d --disassemble-symbols="$func" "$(vmlinux_of "$arch")" 2>/dev/null)
+	if [ "$arch" = x86_64 ]; then
+		local neg
+		neg=$(printf '%s\n' "$dis" | sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %r1[01]d.*/\1/p' | head -n 1)
+		[ -n "$neg" ] || return 1
+		printf '%08x\n' $(((-0x$neg) & 0xffffffff))
+	else
+		local lo hi
+		lo=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+)$/\1/p' | head -n 1)
+		hi=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+), lsl #16.*/\1/p' | head -n 1)
+		[ -n "$lo" ] && [ -n "$hi" ] || return 1
+		printf '%08x\n' $(((0x$hi << 16) | 0x$lo))
+	fi
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Setup and build, once per arch; later files reuse the kernels.
+
+test_setup_installs_what_is_missing() {
+	lab setup
+	# Idempotent: a second run finds nothing to install.
+	expect_exit 0 lab setup
+	[[ "$OUT" != *installing* ]] || fail "second setup installed again: $OUT"
+	[ -x "$(busybox_binary arm64)" ] || fail "no arm64 busybox"
+	file -L "$(busybox_binary arm64)" | grep -q 'ARM aarch64' || fail "arm64 busybox is not an arm64 binary"
+	# The host's dpkg configuration is unchanged: no foreign arch added.
+	! dpkg --print-foreign-architectures | grep -qx arm64 || fail "arm64 was added to the host's dpkg"
+}
+
+test_build_both_arches() {
+	lab build x86_64 arm64
+	local arch
+	for arch in x86_64 arm64; do
+		[ -f "$(kernel_image "$arch")" ] || fail "no $arch kernel image"
+		[ -f "$(initramfs_image "$arch")" ] || fail "no $arch initramfs"
+		[ -e "$(build_dir "$arch")/vmlinux-gdb.py" ] || fail "no vmlinux-gdb.py for $arch"
+	done
+}
+
+test_worktree_holds_the_bundle_commits() {
+	local repo="$TEST_TMP/bundle.git" want got
+	git init -q --bare "$repo"
+	git --git-dir="$repo" fetch -q "$KCFI_LAB_ROOT/kernel-branch.bundle" "refs/heads/kcfi-lab:refs/heads/b"
+	want=$(git --git-dir="$repo" log --format=%s "$(git --git-dir="$repo" rev-list --max-parents=0 b)..b")
+	got=$(git -C "$LAB_WORKTREE" log --format=%s distro..kcfi-lab)
+	assert_eq "$got" "$want" "lab commits in the worktree"
+	assert_eq "$(git -C "$LAB_WORKTREE" rev-parse --abbrev-ref HEAD)" kcfi-lab "worktree branch"
+	git --git-dir="$LAB_GIT" log -1 --format=%B distro | grep -q "^Distro-Version: $(dpkg-query -W -f='${Version}' linux-source-6.1)$" ||
+		fail "the import does not record the package version"
+}
+
+test_config_has_every_requested_option() {
+	local arch frag opt
+	for arch in x86_64 arm64; do
+		for frag in "$LAB_WORKTREE/kernel/configs/kcfi-lab.config" "$LAB_WORKTREE/arch/$(kbuild_arch "$arch")/configs/kcfi-lab.config"; do
+			while IFS= read -r opt; do
+				grep -qx "$opt" "$(build_dir "$arch")/.config" || fail "$arch: $opt missing from .config"
+			done < <(grep -E '^CONFIG_' "$frag")
+			while IFS= read -r opt; do
+				! grep -q "^$opt=" "$(build_dir "$arch")/.config" || fail "$arch: $opt is set but was asked unset"
+			done < <(sed -nE 's/^# (CONFIG_[A-Z0-9_]+) is not set$/\1/p' "$frag")
+		done
+		# The options the lab depends on, whatever the fragments say.
+		for opt in CFI_CLANG LKDTM KALLSYMS_ALL DEBUG_INFO_DWARF5 GDB_SCRIPTS MODULES BLK_DEV_INITRD DEBUG_FS; do
+			grep -qx "CONFIG_$opt=y" "$(build_dir "$arch")/.config" || fail "$arch: CONFIG_$opt is not y"
+		done
+		! grep -qx 'CONFIG_RANDOMIZE_BASE=y' "$(build_dir "$arch")/.config" || fail "$arch: KASLR is on"
+	done
+}
+
+test_rerun_without_changes_does_not_rebuild() {
+	local before after
+	before=$(stat -c %Y "$(vmlinux_of x86_64)")
+	expect_exit 0 lab build x86_64
+	[[ "$OUT" == *"x86_64 kernel is up to date"* ]] || fail "no 'up to date': $OUT"
+	after=$(stat -c %Y "$(vmlinux_of x86_64)")
+	assert_eq "$after" "$before" "vmlinux mtime"
+}
+
+test_initramfs_is_reproducible() {
+	local img sum
+	img=$(initramfs_image x86_64)
+	sum=$(sha256sum <"$img")
+	rm -f "$img" "$img.stamp"
+	lab build x86_64
+	assert_eq "$(sha256sum <"$img")" "$sum" "initramfs checksum after a rebuild"
+}

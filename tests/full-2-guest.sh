@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Booted guests: every lkdtm CFI test in one boot per arch and mode, the
+# outcome judged from the console against ids read out of the vmlinux.
+
+CFI_TESTS="CFI_FORWARD_PROTO CFI_FORWARD_RETURN CFI_FORWARD_ARG CFI_FORWARD_MIDDLE CFI_ASM_TYPED CFI_ASM_UNTYPED CFI_NOCFI CFI_ADDR_EQUALITY"
+
+# guest_console ARCH MODE: the console of one scripted boot (cached).
+guest_console() {
+	local arch=$1 mode=$2 log="$TEST_TMP/console-$1-$2.log"
+	if [ ! -s "$log" ]; then
+		lab "$arch" "--$mode" --timeout 600 \
+			--run "lkdtm $CFI_TESTS; echo ALIVE" >"$log.tmp" 2>"$log.err" ||
+			fail "scripted $arch $mode boot failed: $(tail -n 3 "$log.err")"
+		mv "$log.tmp" "$log"
+	fi
+	echo "$log"
+}
+
+# section LOG TEST: the console lines of one lkdtm test.
+section() {
+	awk -v t="lkdtm: triggering $2" '
+		index($0, t) { on = 1; next }
+		on && (/lkdtm: triggering / || /^ALIVE/) { exit }
+		on' "$1"
+}
+
+# The mismatching tests: TEST CALLER TARGET EXPECTED-FROM.
+mismatches() {
+	cat <<-TABLE
+		CFI_FORWARD_PROTO lkdtm_indirect_call lkdtm_increment_int lkdtm_increment_void
+		CFI_FORWARD_RETURN lkdtm_indirect_call_int lkdtm_increment_uint lkdtm_increment_int
+		CFI_FORWARD_ARG lkdtm_indirect_call lkdtm_increment_unsigned lkdtm_increment_void
+		CFI_FORWARD_MIDDLE lkdtm_indirect_call lkdtm_asm_landing_middle lkdtm_increment_void
+		CFI_ASM_UNTYPED lkdtm_indirect_call lkdtm_asm_increment_untyped lkdtm_increment_void
+	TABLE
+}
+
+# check_failure_line ARCH LOG TEST CALLER TARGET EXPECTED-FROM: the report
+# names caller and target, and both type ids match llvm-objdump's.
+check_failure_line() {
+	local arch=$1 log=$2 test=$3 caller=$4 target=$5 from=$6 exp tt tail sec
+	exp=$(preamble_type "$arch" "$from")
+	case "$exp" in "" | none) fail "no preamble type for $from in $arch vmlinux" ;; esac
+	assert_eq "$(site_expected_type "$arch" "$caller")" "$exp" "$arch: $caller's check expects $from's type"
+	tt=$(preamble_type "$arch" "$target") || fail "no $target in $arch vmlinux"
+	if [ "$tt" = none ]; then tail="target has no kCFI preamble"; else tail="target type: 0x$tt"; fi
+	sec="$TEST_TMP/$arch-$test.txt"
+	section "$log" "$test" >"$sec"
+	assert_grep "CFI failure at $caller\+0x[0-9a-f]+/0x[0-9a-f]+ \(target: $target\+0x0/0x[0-9a-f]+; expected type: 0x$exp; $tail\)" "$sec" \
+		"$arch $test: report line with expected 0x$exp and '$tail'"
+	echo "$sec"
+}
+
+strict_run() {
+	local arch=$1 log sec test caller target from
+	log=$(guest_console "$arch" strict)
+	assert_grep '] CFI: kCFI enabled, mode: strict$' "$log" "boot line with the mode"
+	assert_grep "KCFI Lab guest: $arch, .*kCFI mode: strict" "$log" "banner with arch and mode"
+	while read -r test caller target from; do
+		sec=$(check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from")
+		if [ "$arch" = x86_64 ]; then
+			assert_grep '^\[ *[0-9.]+\] invalid opcode: 0000 \[#[0-9]+\]' "$sec" "$test: x86 invalid opcode oops"
+		else
+			assert_grep '^\[ *[0-9.]+\] Internal error: Oops - CFI: ' "$sec" "$test: arm64 Oops - CFI"
+		fi
+		assert_grep "lkdtm: $test: the writing process was killed by signal" "$sec" "$test: the writer died"
+		assert_no_grep 'FAIL: survived' "$sec"
+	done < <(mismatches)
+	for test in CFI_ASM_TYPED CFI_NOCFI CFI_ADDR_EQUALITY; do
+		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
+		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
+		assert_no_grep 'CFI failure|FAIL' "$TEST_TMP/$arch-$test.txt"
+	done
+	assert_grep '^ALIVE$' "$log" "the guest survived every oops"
+}
+
+permissive_run() {
+	local arch=$1 log sec test caller target from
+	log=$(guest_console "$arch" permissive)
+	assert_grep '] CFI: kCFI enabled, mode: permissive$' "$log" "boot line with the mode"
+	assert_grep "KCFI Lab guest: $arch, .*kCFI mode: permissive" "$log" "banner with the mode"
+	assert_grep 'Kernel command line:.* cfi=warn' "$log" "cfi=warn on the command line"
+	while read -r test caller target from; do
+		sec=$(check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from")
+		assert_grep '^\[ *[0-9.]+\] WARNING: CPU: ' "$sec" "$test: a WARNING, not an oops"
+		assert_grep 'lkdtm: FAIL: survived ' "$sec" "$test: the call went ahead"
+		assert_grep "lkdtm: $test: returned" "$sec" "$test: the writer lived"
+	done < <(mismatches)
+	assert_no_grep 'invalid opcode|Oops' "$log"
+	for test in CFI_ASM_TYPED CFI_NOCFI CFI_ADDR_EQUALITY; do
+		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
+		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
+	done
+	assert_grep '^ALIVE$' "$log"
+}
+
+test_x86_64_strict_lkdtm() { strict_run x86_64; }
+test_x86_64_permissive_lkdtm() { permissive_run x86_64; }
+test_arm64_strict_lkdtm() { strict_run arm64; }
+test_arm64_permissive_lkdtm() { permissive_run arm64; }
+
+test_arm64_code_line_matches_the_image() {
+	# The oops's Code: line holds the words around the brk; they must be
+	# the bytes of lkdtm_indirect_call in the vmlinux.
+	local log code brk
+	log=$(guest_console arm64 strict)
+	code=$(section "$log" CFI_FORWARD_PROTO | sed -n 's/.*Code: \(.*\)$/\1/p' | head -n 1)
+	[ -n "$code" ] || fail "no Code: line"
+	brk=$(printf '%s\n' "$code" | grep -oE '\(d42[0-9a-f]{5}\)' | tr -d '()')
+	[ -n "$brk" ] || fail "no brk in the Code: line: $code"
+	llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)" | grep -q "$brk" ||
+		fail "brk word $brk not in lkdtm_indirect_call"
+	# brk immediate: 0x8000 | type register (w17) << 5 | target register.
+	local imm=$(((0x$brk >> 5) & 0xffff))
+	assert_eq "$(((imm >> 5) & 31))" 17 "type register in the brk immediate"
+	assert_eq "$((imm & 0x8000))" $((0x8000)) "kCFI marker bit"
+}
+
+test_lkdtm_helper_lists_tests_and_rejects_unknown() {
+	local out="$TEST_TMP/helper.log"
+	lab x86_64 --run 'lkdtm; lkdtm NO_SUCH_TEST; echo "rc=$?"' >"$out" 2>/dev/null
+	assert_grep '^CFI_FORWARD_PROTO' "$out" "test list"
+	assert_grep '^CFI_ADDR_EQUALITY' "$out" "new tests in the list"
+	assert_grep 'lkdtm: no such test: NO_SUCH_TEST' "$out"
+	assert_grep '^rc=1$' "$out"
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# gdb against QEMU's gdbstub: a batch walk through the check on each arch,
+# and the tmux session driven as a learner would.
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_listening() {
+	local port=$1 _
+	for _ in $(seq 1 600); do
+		ss -Htln "sport = :$port" | grep -q . && return 0
+		sleep 0.2
+	done
+	fail "nothing listens on port $port"
+}
+
+# The gdbstub listens on loopback only.
+assert_loopback_only() {
+	local port=$1 addrs
+	addrs=$(ss -Htln "sport = :$port" | awk '{ print $4 }')
+	[ -n "$addrs" ] || fail "nothing listens on $port"
+	printf '%s\n' "$addrs" | grep -qvE '^127\.0\.0\.1:[0-9]+$' && fail "gdbstub listens beyond loopback: $addrs"
+	return 0
+}
+
+gdb_walk() {
+	local arch=$1 port pid console="$TEST_TMP/gdb-$1-console.log" log="$TEST_TMP/gdb-$1.log"
+	port=$(free_port)
+	lab "$arch" --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$console" 2>&1 &
+	pid=$!
+	# shellcheck disable=SC2064 # the port is fixed now
+	trap "pkill -f 'tcp:127.0.0.1:$port' 2>/dev/null; true" EXIT
+	wait_listening "$port"
+	assert_loopback_only "$port"
+	cat >"$TEST_TMP/walk.gdb" <<-GDB
+		hbreak lkdtm_indirect_call
+		continue
+		kcfi-step-to-trap
+		continue
+		kcfi-step-to-trap
+		printf "PC_AT_TRAP %#lx\n", \$pc
+		kcfi-explain
+		delete
+		detach
+	GDB
+	timeout 600 gdb-multiarch -batch -nx -ex "file $(vmlinux_of "$arch")" \
+		-ex "source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py" -ex "target remote 127.0.0.1:$port" \
+		-x "$TEST_TMP/walk.gdb" >"$log" 2>&1 || fail "gdb failed: $(tail -n 5 "$log")"
+	wait "$pid" || fail "the guest run failed: $(tail -n 5 "$console")"
+	cat "$log"
+
+	local expected target trap_pc
+	expected=$(preamble_type "$arch" lkdtm_increment_void)
+	target=$(preamble_type "$arch" lkdtm_increment_int)
+	assert_grep 'at the call: the types match' "$log" "matched call reaches the call"
+	assert_grep 'at the trap: the types differ' "$log" "mismatched call reaches the trap"
+	if [ "$arch" = x86_64 ]; then
+		trap_pc=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of "$arch")" |
+			awk '/\tud2/ { sub(":", "", $1); print $1; exit }')
+		assert_grep 'r10 = 0x00000000' "$log" "r10 is 0 for the matched call"
+		assert_grep "r10 = 0x$(printf '%08x' $(((0x$target - 0x$expected) & 0xffffffff)))" "$log" \
+			"r10 = target type - expected type for the mismatch"
+	else
+		trap_pc=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of "$arch")" |
+			awk '/\tbrk\t/ { sub(":", "", $1); print $1; exit }')
+		assert_grep "w16 = 0x$target \(target type\), w17 = 0x$expected" "$log" "w16/w17 at the brk"
+		assert_grep "expected type w17 = 0x$expected" "$log" "kcfi-explain decodes the brk"
+	fi
+	[ -n "$trap_pc" ] || fail "no trap instruction in lkdtm_indirect_call"
+	assert_grep "PC_AT_TRAP 0x$trap_pc" "$log" "pc at the trap instruction from llvm-objdump"
+	assert_grep 'lkdtm_increment_int' "$log" "kcfi-explain names the target"
+	assert_grep 'CFI failure at lkdtm_indirect_call' "$console"
+	assert_grep '^ALIVE$' "$console"
+}
+
+test_x86_64_gdb_steps_to_ud2() { gdb_walk x86_64; }
+test_arm64_gdb_steps_to_brk() { gdb_walk arm64; }
+
+# wait_pane TARGET REGEX [SECONDS]: until the pane shows REGEX.
+wait_pane() {
+	local _
+	for _ in $(seq 1 $((${3:-120} * 5))); do
+		tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$1" | grep -Eq -- "$2" && return 0
+		sleep 0.2
+	done
+	tmux -L "$TMUX_SOCK" capture-pane -p -J -S -40 -t "$1" >&2
+	fail "pane $1 never showed /$2/"
+}
+
+tmux_session_walk() {
+	local arch=$1 trap_insn win
+	TMUX_SOCK="kcfi-lab-test-$$"
+	if [ "$arch" = x86_64 ]; then trap_insn=ud2; else trap_insn=brk; fi
+	trap 'tmux -L "$TMUX_SOCK" kill-server 2>/dev/null; true' EXIT
+	tmux -L "$TMUX_SOCK" new-session -d -s learner -x 200 -y 50 \
+		"cd '$KCFI_LAB_ROOT' && ./run.sh $arch --gdb; sleep 600"
+	local _
+	for _ in $(seq 1 600); do
+		win=$(tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name} #{window_panes}' |
+			awk '$1 ~ /kcfi-lab-/ && $2 == 2 { print $1; exit }')
+		[ -n "$win" ] && break
+		sleep 0.5
+	done
+	[ -n "$win" ] || fail "no console+gdb window appeared"
+	wait_pane "$win.1" '^\(gdb\) ?$' 60
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'hbreak lkdtm_indirect_call' Enter 'continue' Enter
+	wait_pane "$win.0" "kcfi-lab\\($arch\\):/# ?$" 300
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'lkdtm CFI_FORWARD_PROTO' Enter
+	wait_pane "$win.1" 'breakpoint 1, .*lkdtm_indirect_call' 120
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'kcfi-step-to-trap' Enter
+	wait_pane "$win.1" 'at the call: the types match' 60
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'continue' Enter 'kcfi-step-to-trap' Enter
+	wait_pane "$win.1" 'at the trap: the types differ' 60
+	tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$win.1" | grep -q "$trap_insn" ||
+		fail "gdb pane does not show the $trap_insn"
+	local qemu_dir
+	qemu_dir="$KCFI_LAB_HOME/run/${win#*:}"
+	[ -f "$qemu_dir/qemu.pid" ] || fail "no QEMU pid file in $qemu_dir"
+	local qpid
+	qpid=$(cat "$qemu_dir/qemu.pid")
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'quit' Enter
+	for _ in $(seq 1 100); do
+		tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | grep -qx "$win" || break
+		sleep 0.2
+	done
+	! tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | grep -qx "$win" ||
+		fail "the lab window is still open after quitting gdb"
+	sleep 1
+	! kill -0 "$qpid" 2>/dev/null || fail "QEMU ($qpid) still runs after the session closed"
+	! pgrep -f "$qemu_dir/gdbinit" >/dev/null || fail "gdb still runs after the session closed"
+	[ ! -d "$qemu_dir" ] || fail "session directory left behind: $qemu_dir"
+	tmux -L "$TMUX_SOCK" kill-server
+}
+
+test_tmux_gdb_session_x86_64() { tmux_session_walk x86_64; }
+test_tmux_gdb_session_arm64() { tmux_session_walk arm64; }

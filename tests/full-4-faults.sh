@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Faults: each leaves the lab usable afterwards.
+
+worktree_head() {
+	git -C "$LAB_WORKTREE" rev-parse HEAD
+}
+
+test_damaged_bundle_is_refused_and_worktree_kept() {
+	local head bad="$TEST_TMP/damaged.bundle"
+	head=$(worktree_head)
+	head -c 1500 "$KCFI_LAB_ROOT/kernel-branch.bundle" >"$bad"
+	expect_exit 1 env KCFI_LAB_BUNDLE="$bad" "$KCFI_LAB_ROOT/run.sh" build x86_64
+	[ "$(printf '%s\n' "$OUT" | grep -c .)" = 1 ] || fail "not one line: $OUT"
+	[[ "$OUT" == "kcfi-lab: error: $bad is damaged: "* ]] || fail "unexpected: $OUT"
+	echo "not a bundle" >"$bad"
+	expect_exit 1 env KCFI_LAB_BUNDLE="$bad" "$KCFI_LAB_ROOT/run.sh" build x86_64
+	[[ "$OUT" == "kcfi-lab: error: $bad is damaged: "* ]] || fail "unexpected: $OUT"
+	assert_eq "$(worktree_head)" "$head" "worktree head after the refused bundle"
+	expect_exit 0 lab build x86_64
+	[[ "$OUT" == *"up to date"* ]] || fail "the lab rebuilt after a refused bundle: $OUT"
+}
+
+# perturb HOME FILE SED-EXPR...: a new "distro" import in HOME's repository
+# with FILE edited by sed, as a later 6.1.y would differ.
+perturb() {
+	local home=$1 git_dir="$1/linux.git" idx="$TEST_TMP/perturb.index" tag tree commit
+	shift
+	tag=$(git --git-dir="$git_dir" describe --tags --match 'distro/*' --abbrev=0 distro 2>/dev/null ||
+		git --git-dir="$git_dir" tag --list 'distro/*' | head -n 1)
+	rm -f "$idx"
+	GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" read-tree distro
+	while [ $# -gt 0 ]; do
+		local blob
+		blob=$(git --git-dir="$git_dir" show "distro:$1" | sed "$2" | git --git-dir="$git_dir" hash-object -w --stdin)
+		GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" update-index --cacheinfo "100644,$blob,$1"
+		shift 2
+	done
+	tree=$(GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" write-tree)
+	commit=$(echo "perturbed import" | git --git-dir="$git_dir" -c user.name=t -c user.email=t@t commit-tree "$tree" -p distro)
+	git --git-dir="$git_dir" tag -f "$tag" "$commit" >/dev/null
+	git --git-dir="$git_dir" update-ref refs/heads/distro "$commit"
+}
+
+test_replay_onto_a_later_import() {
+	local home="$TEST_TMP/drift home"
+	mkdir -p "$home"
+	git clone -q --bare --shared "$LAB_GIT" "$home/linux.git"
+	git --git-dir="$home/linux.git" for-each-ref --format='%(refname)' refs/heads/kcfi-lab\* refs/lab |
+		while read -r ref; do git --git-dir="$home/linux.git" update-ref -d "$ref"; done
+	# Drift in files the lab touches (away from its hunks) and in one it does not.
+	perturb "$home" \
+		kernel/cfi.c '1a /* 6.1.y drift */' \
+		drivers/misc/lkdtm/cfi.c "\$a /* 6.1.y drift */" \
+		Makefile 's/^SUBLEVEL = .*/SUBLEVEL = 999/'
+	KCFI_LAB_HOME="$home" lab prepare
+	local wt="$home/worktree"
+	assert_eq "$(git -C "$wt" log --format=%s distro..HEAD)" "$(git -C "$LAB_WORKTREE" log --format=%s distro..HEAD)" \
+		"replayed commits"
+	grep -q '6.1.y drift' "$wt/kernel/cfi.c" || fail "drift lost in kernel/cfi.c"
+	grep -q 'cfi_permissive' "$wt/kernel/cfi.c" || fail "lab change missing in kernel/cfi.c"
+	grep -q '6.1.y drift' "$wt/drivers/misc/lkdtm/cfi.c" || fail "drift lost in lkdtm/cfi.c"
+	grep -q '^SUBLEVEL = 999' "$wt/Makefile" || fail "drift lost in Makefile"
+	[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "replayed worktree is dirty"
+
+	# A drift that conflicts: the replay stops, names the commit, keeps the worktree.
+	local head
+	head=$(git -C "$wt" rev-parse HEAD)
+	perturb "$home" kernel/cfi.c 's/IS_ENABLED(CONFIG_CFI_PERMISSIVE)/cfi_drifted()/'
+	expect_exit 1 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" prepare
+	[[ "$OUT" == *"error: commit 'cfi: add cfi=warn to choose permissive mode at boot' ("*") does not apply onto linux-source-6.1 "*"conflict in kernel/cfi.c"* ]] ||
+		fail "unexpected message: $OUT"
+	assert_eq "$(git -C "$wt" rev-parse HEAD)" "$head" "worktree head after a failed replay"
+	[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "failed replay left the worktree dirty"
+	[ ! -e "$home/replay.tmp" ] || fail "scratch worktree left behind"
+	git -C "$wt" worktree list | grep -q replay && fail "scratch worktree still registered"
+	return 0
+}
+
+# start_build: a build that has work to do (a no-op make, at least).
+start_build() {
+	touch "$LAB_WORKTREE/drivers/misc/lkdtm/cfi.c"
+	rm -f "$(build_dir x86_64)/.kcfi-lab-built"
+	setsid "$KCFI_LAB_ROOT/run.sh" build x86_64 >"$TEST_TMP/build1.log" 2>&1 &
+	BUILD_PID=$!
+}
+
+test_second_run_is_refused_by_the_lock() {
+	start_build
+	sleep 2
+	expect_exit 1 lab build x86_64
+	[[ "$OUT" == "kcfi-lab: error: another run.sh is working in $KCFI_LAB_HOME (pid "*"); wait for it to finish" ]] ||
+		fail "unexpected: $OUT"
+	wait "$BUILD_PID" || fail "the first build failed: $(tail -n 5 "$TEST_TMP/build1.log")"
+	[ -z "$(git -C "$LAB_WORKTREE" status --porcelain --untracked-files=no)" ] || fail "worktree changed"
+}
+
+test_interrupted_build_recovers() {
+	start_build
+	local _
+	for _ in $(seq 1 100); do
+		grep -q 'building x86_64' "$TEST_TMP/build1.log" && break
+		sleep 0.2
+	done
+	sleep 2
+	kill -INT -- "-$BUILD_PID"
+	local rc=0
+	wait "$BUILD_PID" || rc=$?
+	assert_eq "$rc" 130 "exit status after Ctrl-C"
+	assert_grep 'build interrupted; run the same command again to resume' "$TEST_TMP/build1.log"
+	expect_exit 0 lab build x86_64
+	[[ "$OUT" == *"x86_64 kernel built in"* ]] || fail "no build after the interruption: $OUT"
+	expect_exit 0 lab x86_64 --run 'echo BOOTED-AFTER-CTRL-C'
+	[[ "$OUT" == *BOOTED-AFTER-CTRL-C* ]] || fail "the rebuilt kernel does not boot"
+}
+
+test_hung_guest_times_out_with_last_lines() {
+	local start=$SECONDS
+	expect_exit 1 lab x86_64 --timeout 20 --append 'rdinit=/bin/busybox -- sleep 1000' --run true
+	[ $((SECONDS - start)) -lt 120 ] || fail "the timeout took $((SECONDS - start))s"
+	[[ "$OUT" == *"x86_64 guest did not power off within 20s (last console lines above); if it was still booting, raise --timeout"* ]] ||
+		fail "unexpected: $OUT"
+	[[ "$OUT" == *"  | "* ]] || fail "no console lines shown"
+	! pgrep -f 'rdinit=/bin/busybox -- sleep 1000' >/dev/null || fail "QEMU left running"
+}
