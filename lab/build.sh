@@ -124,7 +124,8 @@ build_kernel() {
 	local start=$SECONDS
 	kmake "$arch" -j"$KCFI_LAB_JOBS" all scripts_gdb >"$log" 2>&1 &
 	pid=$!
-	trap 'kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; info "build interrupted; run the same command again to resume"; exit 130' INT TERM
+	trap 'kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+		info "build interrupted; run the same command again to resume"; exit 130' INT TERM
 	show_progress "$pid" "$log" "build $arch"
 	rc=0
 	wait "$pid" || rc=$?

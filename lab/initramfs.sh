@@ -68,14 +68,28 @@ build_initramfs() {
 	info "initramfs: $out"
 }
 
-# run_overlay CMDS OUT: a second archive holding /etc/kcfi-lab/run. The
-# kernel unpacks concatenated archives in order, so it adds to the base.
-run_overlay() {
-	local cmds=$1 out=$2 stage
-	stage=$(mktemp -d)
-	printf '%s\n' "$cmds" >"$stage/run"
-	touch -d @0 "$stage/run"
-	echo "file /etc/kcfi-lab/run $stage/run 0644 0 0" >"$stage/list"
-	pack_cpio "$stage/list" "$out"
-	rm -rf "$stage"
+# guest_initrd ARCH CMDS DIR: the initramfs for one boot, in DIR. When
+# there are commands to run (--run) or files to add (--file, into /root),
+# a second archive follows the base one: the kernel unpacks concatenated
+# archives in order, so it adds to the base. It is packed with cpio, so
+# that it needs no kernel tree (a pack's learner has none).
+guest_initrd() {
+	local arch=$1 cmds=$2 dir=$3 stage f
+	local -a files=()
+	[ -n "${OPT_FILES:-}" ] && mapfile -t files <<<"$OPT_FILES"
+	if [ -z "$cmds" ] && [ "${#files[@]}" = 0 ]; then
+		initramfs_image "$arch"
+		return
+	fi
+	stage="$dir/overlay"
+	mkdir -p "$stage/etc/kcfi-lab" "$stage/root"
+	[ -z "$cmds" ] || printf '%s\n' "$cmds" >"$stage/etc/kcfi-lab/run"
+	for f in "${files[@]}"; do
+		cp -p "$f" "$stage/root/"
+	done
+	find "$stage" -exec touch -h -d @0 {} +
+	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -n >"$dir/overlay.cpio.gz"
+	cat "$(initramfs_image "$arch")" "$dir/overlay.cpio.gz" >"$dir/initrd"
+	echo "$dir/initrd"
 }

@@ -55,17 +55,19 @@ import_distro() {
 }
 
 # verify_bundle: a clear one-line error for a missing or damaged bundle.
+# "bundle verify" reads only the header; unbundling into an empty
+# repository checks every object of the pack as well.
 verify_bundle() {
-	local out
+	local out="" scratch
 	[ -f "$KCFI_LAB_BUNDLE" ] || die "bundle not found: $KCFI_LAB_BUNDLE"
-	local scratch
 	scratch=$(mktemp -d)
 	git init -q --bare "$scratch"
-	if ! out=$(git --git-dir="$scratch" bundle verify "$KCFI_LAB_BUNDLE" 2>&1); then
-		rm -rf "$scratch"
-		die "$KCFI_LAB_BUNDLE is damaged: $(printf '%s\n' "$out" | grep -v '^$' | head -n 1)"
-	fi
+	out=$(git --git-dir="$scratch" bundle verify -q "$KCFI_LAB_BUNDLE" 2>&1) &&
+		out=$(git --git-dir="$scratch" fetch -q "$KCFI_LAB_BUNDLE" \
+			"refs/heads/$LAB_BRANCH:refs/heads/check" 2>&1) &&
+		out=""
 	rm -rf "$scratch"
+	[ -z "$out" ] || die "$KCFI_LAB_BUNDLE is damaged: $(printf '%s\n' "$out" | grep -v '^$' | head -n 1)"
 }
 
 # bundle_state: "DISTRO-COMMIT BUNDLE-TIP" for the current inputs.
@@ -74,7 +76,6 @@ bundle_state() {
 }
 
 fetch_bundle() {
-	verify_bundle
 	lgit fetch -q --no-tags "$KCFI_LAB_BUNDLE" "+refs/heads/$LAB_BRANCH:refs/lab/bundle/$LAB_BRANCH" ||
 		die "cannot fetch $LAB_BRANCH from $KCFI_LAB_BUNDLE"
 }
@@ -144,6 +145,7 @@ recover_worktree() {
 # prepare_tree: the worktree holds the bundle's commits on the installed
 # distro source. Does nothing when neither changed.
 prepare_tree() {
+	verify_bundle
 	import_distro
 	fetch_bundle
 	recover_worktree

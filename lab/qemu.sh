@@ -40,10 +40,10 @@ kvm_usable() {
 	fi
 	local tmp ok=no
 	tmp=$(mktemp -d)
-	run_overlay 'true' "$tmp/run.cpio.gz"
-	cat "$(initramfs_image "$arch")" "$tmp/run.cpio.gz" >"$tmp/initrd"
+	local initrd
+	initrd=$(OPT_FILES='' guest_initrd "$arch" true "$tmp")
 	if timeout 30 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -monitor none \
-		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$tmp/initrd" \
+		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$initrd" \
 		-append "console=ttyS0 nokaslr panic=-1" </dev/null 2>&1 |
 		grep -q 'kcfi-lab: run finished'; then
 		ok=yes
@@ -112,11 +112,12 @@ run_scripted() {
 	local arch=$1 mode=$2 cmds=$3 tmp log port="" rc=0
 	local timeout=${OPT_TIMEOUT:-300}
 	tmp=$(mktemp -d)
-	run_overlay "$cmds" "$tmp/run.cpio.gz"
-	cat "$(initramfs_image "$arch")" "$tmp/run.cpio.gz" >"$tmp/initrd"
 	[ -n "${OPT_GDB:-}" ] && port=$(gdb_port)
+	local initrd
+	initrd=$(guest_initrd "$arch" "$cmds" "$tmp")
+	qemu_args "$arch" "$initrd" "$mode" "$port" >"$tmp/args"
 	local -a cmd
-	mapfile -t cmd < <(qemu_args "$arch" "$tmp/initrd" "$mode" "$port")
+	mapfile -t cmd <"$tmp/args"
 	log=$(new_log "run-$arch")
 	info "booting $arch ($mode), running: $cmds (console log: $log)"
 	[ -n "$port" ] && info "QEMU is halted; gdbstub on 127.0.0.1:$port (target remote 127.0.0.1:$port)"
@@ -124,7 +125,7 @@ run_scripted() {
 		rc=0
 		timeout "$timeout" "${cmd[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 || rc=$?
 		echo "$rc" >"$tmp/rc"
-	} | tee "$log"
+	} | tr -d '\r' | tee "$log"
 	rc=$(cat "$tmp/rc")
 	rm -rf "$tmp"
 	info "console log: $log"
@@ -139,9 +140,14 @@ run_scripted() {
 
 # run_inline ARCH MODE: the console on this terminal (Ctrl-a x quits).
 run_inline() {
-	local arch=$1 mode=$2
+	local arch=$1 mode=$2 tmp rc=0 initrd
+	tmp=$(mktemp -d)
+	initrd=$(guest_initrd "$arch" "" "$tmp")
+	qemu_args "$arch" "$initrd" "$mode" >"$tmp/args"
 	local -a cmd
-	mapfile -t cmd < <(qemu_args "$arch" "$(initramfs_image "$arch")" "$mode")
+	mapfile -t cmd <"$tmp/args"
 	info "booting $arch ($mode); Ctrl-a x quits QEMU"
-	"${cmd[@]}" -nographic
+	"${cmd[@]}" -nographic || rc=$?
+	rm -rf "$tmp"
+	return "$rc"
 }

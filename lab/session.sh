@@ -54,8 +54,11 @@ run_session() {
 	dir="$KCFI_LAB_HOME/run/$name"
 	mkdir -p "$dir"
 	[ -n "${OPT_GDB:-}" ] && port=$(gdb_port)
+	local initrd
+	initrd=$(guest_initrd "$arch" "" "$dir")
+	qemu_args "$arch" "$initrd" "$mode" "$port" >"$dir/args"
 	local -a qemu
-	mapfile -t qemu < <(qemu_args "$arch" "$(initramfs_image "$arch")" "$mode" "$port")
+	mapfile -t qemu <"$dir/args"
 	qemu+=(-nographic -pidfile "$dir/qemu.pid")
 	target="$name"
 	[ -n "${TMUX:-}" ] || target="$name:0"

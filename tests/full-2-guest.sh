@@ -106,8 +106,10 @@ test_arm64_code_line_matches_the_image() {
 	log=$(guest_console arm64 strict)
 	code=$(section "$log" CFI_FORWARD_PROTO | sed -n 's/.*Code: \(.*\)$/\1/p' | head -n 1)
 	[ -n "$code" ] || fail "no Code: line"
-	brk=$(printf '%s\n' "$code" | grep -oE '\(d42[0-9a-f]{5}\)' | tr -d '()')
-	[ -n "$brk" ] || fail "no brk in the Code: line: $code"
+	# The faulting instruction is the word in parentheses.
+	brk=$(printf '%s\n' "$code" | sed -nE 's/.*\(([0-9a-f]{8})\).*/\1/p')
+	[ -n "$brk" ] || fail "no faulting word in the Code: line: $code"
+	[ $((0x$brk & 0xffe0001f)) = $((0xd4200000)) ] || fail "faulting word $brk is not a brk"
 	llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)" | grep -q "$brk" ||
 		fail "brk word $brk not in lkdtm_indirect_call"
 	# brk immediate: 0x8000 | type register (w17) << 5 | target register.
@@ -123,4 +125,19 @@ test_lkdtm_helper_lists_tests_and_rejects_unknown() {
 	assert_grep '^CFI_ADDR_EQUALITY' "$out" "new tests in the list"
 	assert_grep 'lkdtm: no such test: NO_SUCH_TEST' "$out"
 	assert_grep '^rc=1$' "$out"
+}
+
+test_nocfi_caller_makes_an_unchecked_indirect_call() {
+	# CFI_NOCFI only shows something if the compiler kept the call
+	# indirect and left the check out; lkdtm_indirect_call keeps both.
+	local arch dis call trap
+	for arch in x86_64 arm64; do
+		if [ "$arch" = x86_64 ]; then call='call[q]?[[:space:]]+\*%'; trap='ud2'; else call='blr[[:space:]]+x'; trap='brk[[:space:]]'; fi
+		dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call_nocfi "$(vmlinux_of "$arch")")
+		grep -Eq "$call" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi makes no indirect call"
+		! grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi has a kCFI check"
+		dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of "$arch")")
+		grep -Eq "$call" <<<"$dis" || fail "$arch: lkdtm_indirect_call makes no indirect call"
+		grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call has no kCFI check"
+	done
 }

@@ -42,6 +42,8 @@ lab() {
 
 # shellcheck source=lab/common.sh
 . "$KCFI_LAB_ROOT/lab/common.sh"
+# shellcheck source=lab/setup.sh
+. "$KCFI_LAB_ROOT/lab/setup.sh"
 
 vmlinux_of() {
 	echo "$(build_dir "$1")/vmlinux"
@@ -52,16 +54,23 @@ symbol_addr() {
 	llvm-nm-16 "$(vmlinux_of "$1")" | awk -v s="$2" '$3 == s { print $1; exit }'
 }
 
-# word_before ARCH ADDR-HEX: the little-endian 32-bit word at ADDR-4, as
-# llvm-objdump -s shows the bytes.
+# word_before ARCH ADDR-HEX: the 32-bit word at ADDR-4 as llvm-objdump -d
+# shows it: a ".word" of data, or an instruction's encoding.
 word_before() {
-	local start stop bytes
+	local start stop line
 	start=$(printf '0x%x' $((0x$2 - 4)))
 	stop=$(printf '0x%x' $((0x$2)))
-	bytes=$(llvm-objdump-16 -s --start-address="$start" --stop-address="$stop" "$(vmlinux_of "$1")" |
-		awk '/^ [0-9a-f]+ / { print $2; exit }')
-	[ "${#bytes}" = 8 ] || return 1
-	echo "${bytes:6:2}${bytes:4:2}${bytes:2:2}${bytes:0:2}"
+	line=$(llvm-objdump-16 -d --start-address="$start" --stop-address="$stop" "$(vmlinux_of "$1")" 2>/dev/null |
+		grep -E "^ *${start#0x}:" | tail -n 1)
+	# "ADDR: a5 52 0c 7e  .word 0x7e0c52a5" or "ADDR: d503201f  nop"
+	line=${line#*: }
+	if [[ "$line" =~ ^([0-9a-f]{2})\ ([0-9a-f]{2})\ ([0-9a-f]{2})\ ([0-9a-f]{2}) ]]; then
+		echo "${BASH_REMATCH[4]}${BASH_REMATCH[3]}${BASH_REMATCH[2]}${BASH_REMATCH[1]}"
+	elif [[ "$line" =~ ^([0-9a-f]{8}) ]]; then
+		echo "${BASH_REMATCH[1]}"
+	else
+		return 1
+	fi
 }
 
 # preamble_type ARCH FUNC: the kCFI type id of FUNC as llvm-objdump shows

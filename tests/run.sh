@@ -17,8 +17,12 @@ while [ $# -gt 0 ]; do
 		ONLY=$2
 		shift
 		;;
+	-h | --help)
+		echo "usage: ./run.sh test [--quick] [--only REGEX]"
+		exit 0
+		;;
 	*)
-		echo "usage: ./run.sh test [--quick] [--only PATTERN]" >&2
+		echo "usage: ./run.sh test [--quick] [--only REGEX]" >&2
 		exit 2
 		;;
 	esac
@@ -78,7 +82,7 @@ run_test() {
 # Tests run in the order they are defined, file by file.
 for f in "${files[@]}"; do
 	while read -r name; do
-		[ -z "$ONLY" ] || [[ "$name" == *$ONLY* ]] || continue
+		[ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || continue
 		run_test "$name"
 	done < <(grep -oE '^test_[a-z0-9_]+' "$f")
 done
