@@ -20,12 +20,17 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/session.sh"
 # shellcheck source=lab/commands.sh
 . "$KCFI_LAB_ROOT/lab/commands.sh"
+# shellcheck source=lab/pack.sh
+. "$KCFI_LAB_ROOT/lab/pack.sh"
+# shellcheck source=lab/exercises.sh
+. "$KCFI_LAB_ROOT/lab/exercises.sh"
 
 print_usage() {
 	cat <<'USAGE'
 usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
-                [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT]
-       ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle | --help
+                [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
+       ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
+       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] | unpack FILE | --help
 
   ARCH            x86_64 (default; also x86, amd64) or arm64 (also aarch64)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
@@ -36,14 +41,18 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   --timeout S     with --run: give up after S seconds (default 300)
   --append ARGS   extra kernel command line arguments
   --gdb-port P    the gdbstub's port on 127.0.0.1 (default: a free one)
+  --file PATH     copy PATH into the guest's /root (repeatable)
 
   setup           install missing Debian packages, fetch arm64 busybox
   prepare         import the distro source, replay the kernel branch (no build)
   build           prepare, then build kernel and initramfs
-  test            run the test suite (--quick: no kernel build)
+  test            run the test suite (--quick: no kernel build; --only REGEX)
   status          paths, package versions, branch head, what is built
   clean           remove builds and logs (--all: the whole KCFI_LAB_HOME)
   bundle          re-cut kernel-branch.bundle from the worktree's branch
+  lab             the interactive lab: exercises, hints, checks (--instructor: solutions)
+  pack            one archive with the built kernels for a classroom (default: both arches)
+  unpack FILE     install a pack: boot without building
 
 State lives in ${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
 USAGE
@@ -52,6 +61,11 @@ USAGE
 # prepare ARCH...: everything up to a bootable kernel and initramfs.
 prepare() {
 	local arch
+	if from_pack "$1"; then
+		require_tool "$(qemu_binary "$1")" "qemu-system-$([ "$1" = arm64 ] && echo arm || echo x86)"
+		info "using the $1 kernel from the pack ($(sed -n 's/^created: //p' "$PACK_MANIFEST"))"
+		return 0
+	fi
 	lock_home
 	ensure_packages
 	for arch in "$@"; do
@@ -87,7 +101,11 @@ main() {
 	local arch="" mode=strict sub=boot
 	local -a args=()
 	case "${1:-}" in
-	setup | prepare | build | test | status | clean | bundle)
+	test)
+		shift
+		exec "$KCFI_LAB_ROOT/tests/run.sh" "$@"
+		;;
+	setup | prepare | build | status | clean | bundle | lab | pack | unpack)
 		sub=$1
 		shift
 		;;
@@ -102,9 +120,13 @@ main() {
 		--strict) mode=strict ;;
 		--permissive) mode=permissive ;;
 		--no-tmux) OPT_NO_TMUX=1 ;;
-		--run | --timeout | --append | --gdb-port)
+		--run | --timeout | --append | --gdb-port | --file)
 			[ $# -ge 2 ] || usage_error "$1 needs a value"
 			case "$1" in
+			--file)
+				[ -f "$2" ] || usage_error "--file: no such file: $2"
+				OPT_FILES+="${OPT_FILES:+$'\n'}$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+				;;
 			--run) OPT_RUN=$2 ;;
 			--timeout) OPT_TIMEOUT=$2 ;;
 			--append) OPT_APPEND=$2 ;;
@@ -112,9 +134,19 @@ main() {
 			esac
 			shift
 			;;
-		--quick | --all) args+=("$1") ;;
+		--quick | --all | --instructor) args+=("$1") ;;
+		-o)
+			[ $# -ge 2 ] || usage_error "-o needs a file name"
+			OPT_OUTPUT=$2
+			shift
+			;;
 		-*) usage_error "unknown option: $1" ;;
 		*)
+			if [ "$sub" = unpack ] && [ -z "${OPT_PACK:-}" ]; then
+				OPT_PACK=$1
+				shift
+				continue
+			fi
 			if [ "$sub" = boot ] && [ -n "$arch" ]; then
 				usage_error "unexpected argument: $1"
 			fi
@@ -127,7 +159,7 @@ main() {
 	done
 	case "${OPT_TIMEOUT:-1}" in '' | *[!0-9]*) usage_error "--timeout needs a number of seconds" ;; esac
 	case "${OPT_GDB_PORT:-1}" in '' | *[!0-9]*) usage_error "--gdb-port needs a port number" ;; esac
-	export OPT_GDB OPT_NO_TMUX OPT_TIMEOUT OPT_APPEND OPT_GDB_PORT
+	export OPT_GDB OPT_NO_TMUX OPT_TIMEOUT OPT_APPEND OPT_GDB_PORT OPT_FILES
 	case "$sub" in
 	boot) boot "${arch:-x86_64}" "$mode" ;;
 	setup) lock_home && cmd_setup ;;
@@ -137,10 +169,19 @@ main() {
 		prepare_tree
 		;;
 	build) prepare "${args[@]:-x86_64}" ;;
-	test) exec "$KCFI_LAB_ROOT/tests/run.sh" "${args[@]}" ;;
 	status) cmd_status ;;
 	clean) cmd_clean "${args[@]}" ;;
 	bundle) cmd_bundle ;;
+	lab) cmd_lab "${args[@]}" ;;
+	pack)
+		[ "${#args[@]}" -gt 0 ] || args=(x86_64 arm64)
+		cmd_pack "${OPT_OUTPUT:-$PWD/kcfi-lab-pack.tar.gz}" "${args[@]}"
+		;;
+	unpack)
+		[ -n "${OPT_PACK:-}" ] || usage_error "unpack needs a pack file"
+		lock_home
+		cmd_unpack "$OPT_PACK"
+		;;
 	esac
 }
 

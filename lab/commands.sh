@@ -23,6 +23,11 @@ cmd_status() {
 	else
 		echo "worktree:       none"
 	fi
+	if [ -f "$PACK_MANIFEST" ]; then
+		echo "pack:           installed $(sed -n 's/^created: //p' "$PACK_MANIFEST"), bundle $(sed -n 's/^bundle-sha256: //p' "$PACK_MANIFEST" | cut -c1-12)"
+		sed -n 's/^  /                /p' "$PACK_MANIFEST"
+		[ -e "$LAB_WORKTREE/Makefile" ] || echo "                (no worktree: ./run.sh boots the kernels from the pack)"
+	fi
 	for arch in x86_64 arm64; do
 		if [ -f "$(kernel_image "$arch")" ]; then
 			echo "$arch:$(printf '%*s' $((15 - ${#arch})) '')built $(date -r "$(kernel_image "$arch")" '+%F %T') $(kernel_image "$arch")"
