@@ -87,6 +87,9 @@ permissive_run() {
 		assert_grep "lkdtm: $test: returned" "$sec" "$test: the writer lived"
 	done < <(mismatches)
 	assert_no_grep 'invalid opcode|Oops' "$log"
+	# A CFI warning taints W, never P (proprietary module).
+	assert_grep 'Tainted: G +W ' "$log" "W taint after the first warning"
+	assert_no_grep 'Tainted: P' "$log"
 	for test in CFI_ASM_TYPED CFI_NOCFI CFI_ADDR_EQUALITY; do
 		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
 		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
