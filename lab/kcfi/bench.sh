@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# usage: bench.sh VMLINUX
+# Times one run of `kcfi scan VMLINUX` against one run of the usual
+# alternative, `llvm-objdump-16 -d VMLINUX | grep -c ...` counting the
+# preamble symbols and check sites, and prints both times and the ratio.
+# KCFI (default: ./kcfi next to this script) and OBJDUMP may be overridden.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+	echo "usage: ${0##*/} VMLINUX" >&2
+	exit 2
+fi
+image=$1
+here=$(cd "$(dirname "$0")" && pwd)
+kcfi=${KCFI:-$here/kcfi}
+objdump=${OBJDUMP:-llvm-objdump-16}
+[ -r "$image" ] || { echo "${0##*/}: cannot read $image" >&2; exit 1; }
+[ -x "$kcfi" ] || { echo "${0##*/}: $kcfi not built (run make)" >&2; exit 1; }
+
+now() { date +%s.%N; }
+
+t0=$(now)
+"$kcfi" scan "$image" >/dev/null
+t1=$(now)
+# __cfi_ labels (x86_64 preambles), mov $-id,%r10d/%r11d (x86_64 checks),
+# KCFI brk immediates 0x8000-0x83ff (arm64 checks).
+# shellcheck disable=SC2016 # a regex, not an expansion
+matches=$("$objdump" -d "$image" |
+	grep -c -E '<__cfi_[^>]*>:$|movl	\$0x[0-9a-f]+, %r1[01]d|brk	#0x8[0-3][0-9a-f][0-9a-f]$' || true)
+t2=$(now)
+
+awk -v a="$t0" -v b="$t1" -v c="$t2" -v m="$matches" -v img="$image" \
+	-v size="$(wc -c <"$image")" 'BEGIN {
+	k = b - a; o = c - b
+	printf "image:                     %s (%.1f MB)\n", img, size / 1e6
+	printf "kcfi scan:                 %.3f s\n", k
+	printf "llvm-objdump -d | grep -c: %.3f s (%d matching lines)\n", o, m
+	printf "ratio:                     %.1fx\n", (k > 0 ? o / k : 0)
+}'

@@ -1,0 +1,68 @@
+/*
+ * Decoders for the instruction sequences clang emits for KCFI checks.
+ *
+ * x86_64:  movl $-id, %r10d        41 ba <imm32>   (41 bb: %r11d)
+ *          addl -D(%reg), %r10d    44/45 03 <modrm> [sib] <disp>
+ *          je .Lpass               74 xx   (0f 84 <rel32> accepted)
+ *          ud2                     0f 0b   <- trap
+ * arm64:   ldur w16, [xN, #-D]     load the callee's type id
+ *          movk w17, #lo
+ *          movk w17, #hi, lsl #16  expected type id
+ *          cmp  w16, w17
+ *          b.eq .Lpass
+ *          brk  #(0x8000 | 17 << 5 | N)   <- trap
+ * D is 4, plus any padding from -fpatchable-function-entry=M,M.
+ */
+#ifndef KCFI_INSN_H
+#define KCFI_INSN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct x86_check {
+	uint32_t imm;        /* movl immediate */
+	uint32_t id;         /* expected type id: -imm */
+	int temp_reg;        /* register the movl loads (10 or 11) */
+	int target_reg;      /* base register of the addl: the call target */
+	int32_t disp;        /* addl displacement: -D */
+	size_t add_off;      /* offsets of the instructions from the start */
+	size_t jcc_off;
+	size_t trap_off;
+	size_t len;          /* bytes up to and including ud2 */
+};
+
+/*
+ * Decode a check sequence at P.  Returns how many of its four instructions
+ * (movl, addl, je, ud2) were recognised; 4 means a complete check.  When
+ * fewer, *WHY (if not NULL) says what did not match.
+ */
+int x86_decode_check(const uint8_t *p, size_t n, struct x86_check *c,
+		     const char **why);
+
+const char *x86_reg_name(int reg); /* "rax" ... "r15" */
+
+struct a64_check {
+	uint32_t id;
+	int load_reg;        /* w16: the callee's type id */
+	int type_reg;        /* w17: the expected type id */
+	int target_reg;      /* xN: the call target */
+	int32_t disp;        /* ldur offset: -D */
+	uint16_t brk_imm;
+	size_t trap_off;     /* 20: the brk */
+};
+
+#define A64_CHECK_LEN 24
+#define A64_NOP 0xd503201fu
+
+/* Same contract as x86_decode_check, for six 32-bit words. */
+int a64_decode_check(const uint8_t *p, size_t n, struct a64_check *c,
+		     const char **why);
+
+/* KCFI brk immediates: 0x8000 | type register << 5 | target register. */
+#define A64_KCFI_BRK_BASE 0x8000u
+#define A64_KCFI_BRK_MASK 0xfc00u
+int a64_brk_is_kcfi(uint32_t imm);
+int a64_brk_target_reg(uint32_t imm);
+int a64_brk_type_reg(uint32_t imm);
+
+#endif

@@ -1,0 +1,393 @@
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "insn.h"
+#include "util.h"
+
+#define TEXT_CLASSES 20  /* type classes listed in the text summary */
+#define TEXT_NAMES 6     /* names listed per class */
+
+void kcfi_format_loc(const struct kcfi_scan *s, uint32_t sec, uint64_t off,
+		     char *buf, size_t size)
+{
+	const struct elf_file *ef = s->elf;
+
+	if (ef->type == ELF_ET_REL)
+		snprintf(buf, size, "%s+0x%" PRIx64, ef->sections[sec].name, off);
+	else
+		snprintf(buf, size, "0x%016" PRIx64, ef->sections[sec].addr + off);
+}
+
+static uint64_t address(const struct kcfi_scan *s, uint32_t sec, uint64_t off)
+{
+	return s->elf->sections[sec].addr + off;
+}
+
+const char *kcfi_reg_name(const struct kcfi_scan *s, int reg)
+{
+	static char buf[8];
+
+	if (s->arch == KCFI_X86_64)
+		return x86_reg_name(reg);
+	snprintf(buf, sizeof(buf), "x%d", reg);
+	return buf;
+}
+
+static const char *type_name(uint16_t type)
+{
+	switch (type) {
+	case ELF_ET_REL:
+		return "relocatable (ET_REL)";
+	case ELF_ET_EXEC:
+		return "executable (ET_EXEC)";
+	default:
+		return "shared object (ET_DYN)";
+	}
+}
+
+static const char *evidence_name(enum kcfi_evidence e)
+{
+	switch (e) {
+	case KCFI_EV_CFI_SYMBOL:
+		return "__cfi_ symbol";
+	case KCFI_EV_MAPPING:
+		return "$d mapping symbol";
+	default:
+		return "known type id";
+	}
+}
+
+static const char *preamble_method(const struct kcfi_scan *s)
+{
+	if (s->arch == KCFI_X86_64)
+		return "__cfi_NAME symbols followed by mov $id,%eax";
+	if (s->has_mapping_symbols)
+		return "word before the entry marked by a $d mapping symbol";
+	return "word before the entry equals an id expected by a check site "
+	       "or defined by a __kcfi_typeid_ symbol (no mapping symbols)";
+}
+
+/* ---- type classes ---- */
+
+struct tclass {
+	uint32_t id;
+	size_t first; /* index into by_id */
+	size_t count;
+};
+
+static int cmp_classes(const void *a, const void *b)
+{
+	const struct tclass *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Classes of functions with equal known ids, largest first. */
+static struct tclass *classes(const struct kcfi_scan *s, size_t *n)
+{
+	struct tclass *v = malloc((s->nknown ? s->nknown : 1) * sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->nknown; i++) {
+		uint32_t id = s->funcs[s->by_id[i]].id;
+
+		if (*n && v[*n - 1].id == id) {
+			v[*n - 1].count++;
+		} else {
+			v[*n].id = id;
+			v[*n].first = i;
+			v[*n].count = 1;
+			(*n)++;
+		}
+	}
+	qsort(v, *n, sizeof(*v), cmp_classes);
+	return v;
+}
+
+struct counts {
+	size_t site_ids;          /* distinct ids at check sites */
+	size_t sites_unreachable; /* sites whose id no function here has */
+	size_t sites_in_traps;
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct counts count_sites(const struct kcfi_scan *s)
+{
+	struct counts c = { 0 };
+	uint32_t *ids = malloc((s->nsites ? s->nsites : 1) * sizeof(*ids));
+
+	for (size_t i = 0; i < s->nsites; i++) {
+		size_t n;
+
+		kcfi_funcs_with_id(s, s->sites[i].id, &n);
+		if (!n)
+			c.sites_unreachable++;
+		if (s->sites[i].in_traps == 1)
+			c.sites_in_traps++;
+		if (ids)
+			ids[i] = s->sites[i].id;
+	}
+	if (ids) {
+		qsort(ids, s->nsites, sizeof(*ids), cmp_u32);
+		for (size_t i = 0; i < s->nsites; i++)
+			if (i == 0 || ids[i] != ids[i - 1])
+				c.site_ids++;
+		free(ids);
+	}
+	return c;
+}
+
+/* ---- text ---- */
+
+static void text_id(FILE *f, const struct kcfi_func *fn)
+{
+	if (fn->id_known)
+		fprintf(f, "0x%08" PRIx32, fn->id);
+	else
+		fprintf(f, "%-10s", "?");
+}
+
+void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
+{
+	const struct elf_file *ef = s->elf;
+	char loc[96];
+	size_t nclasses;
+	struct tclass *cls = classes(s, &nclasses);
+	struct counts c = count_sites(s);
+	int width = ef->type == ELF_ET_REL ? 24 : 18;
+
+	fprintf(f, "file: %s\n", path);
+	fprintf(f, "machine: %s, %s\n", elf_machine_name(ef->machine),
+		type_name(ef->type));
+	if (!s->has_symbols)
+		fprintf(f, "warning: no symbol table: preambles cannot be found\n");
+
+	fprintf(f, "\nfunctions with a KCFI preamble (%zu):\n", s->nfuncs);
+	fprintf(f, "  preambles found by: %s\n", preamble_method(s));
+	if (s->nfuncs)
+		fprintf(f, "  %-*s  %-10s  %s\n", width, "ENTRY", "TYPE ID", "FUNCTION");
+	for (size_t i = 0; i < s->nfuncs; i++) {
+		const struct kcfi_func *fn = &s->funcs[i];
+
+		kcfi_format_loc(s, fn->sec, fn->off, loc, sizeof(loc));
+		fprintf(f, "  %-*s  ", width, loc);
+		text_id(f, fn);
+		fprintf(f, "  %s", fn->name);
+		if (fn->id_sym)
+			fprintf(f, "  (id from %s%s)", fn->id_sym,
+				fn->id_known ? "" : ", undefined here");
+		if (fn->id_off != s->preamble_disp)
+			fprintf(f, "  (id at entry-%" PRIu32 ")", fn->id_off);
+		fputc('\n', f);
+	}
+
+	fprintf(f, "\ncheck sites (%zu):\n", s->nsites);
+	if (s->nsites)
+		fprintf(f, "  %-*s  %-10s  %-6s  %-10s  %s\n", width, "TRAP", "TYPE ID",
+			"TARGET", "KCFI_TRAPS", "FUNCTION");
+	for (size_t i = 0; i < s->nsites; i++) {
+		const struct kcfi_site *st = &s->sites[i];
+		char fn[160];
+
+		kcfi_format_loc(s, st->sec, st->trap, loc, sizeof(loc));
+		if (st->func)
+			snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, st->func, st->func_off);
+		else
+			snprintf(fn, sizeof(fn), "?");
+		fprintf(f, "  %-*s  0x%08" PRIx32 "  %-6s  %-10s  %s\n", width, loc,
+			st->id, kcfi_reg_name(s, st->target_reg),
+			st->in_traps < 0 ? "-" : st->in_traps ? "yes" : "NO", fn);
+	}
+
+	fprintf(f, "\n__kcfi_typeid symbols (%zu):\n", s->ntypeids);
+	for (size_t i = 0; i < s->ntypeids; i++) {
+		if (s->typeids[i].defined)
+			fprintf(f, "  0x%08" PRIx32 "  %s\n", s->typeids[i].id,
+				s->typeids[i].name);
+		else
+			fprintf(f, "  %-10s  %s (undefined)\n", "?", s->typeids[i].name);
+	}
+
+	fprintf(f, "\nsummary:\n");
+	fprintf(f, "  functions with a preamble:   %zu\n", s->nfuncs);
+	fprintf(f, "  distinct type ids:           %zu\n", nclasses);
+	fprintf(f, "  type id offset:              entry-%" PRIu32 "\n",
+		s->preamble_disp);
+	fprintf(f, "  check sites:                 %zu (%zu distinct type ids)\n",
+		s->nsites, c.site_ids);
+	fprintf(f, "  sites with no function of their type here: %zu\n",
+		c.sites_unreachable);
+	if (s->arch == KCFI_X86_64) {
+		if (s->has_traps)
+			fprintf(f, "  .kcfi_traps:                 %zu entries, %zu sites "
+				"listed, %zu entries without a site, %zu unresolved\n",
+				s->ntraps, c.sites_in_traps, s->traps_without_site,
+				s->traps_unresolved);
+		else
+			fprintf(f, "  .kcfi_traps:                 not present\n");
+	}
+	if (s->untyped_checked) {
+		fprintf(f, "  address-taken without preamble: %zu\n", s->nuntyped);
+		for (size_t i = 0; i < s->nuntyped; i++) {
+			kcfi_format_loc(s, s->untyped[i].sec, s->untyped[i].off, loc,
+					sizeof(loc));
+			fprintf(f, "    %-*s  %s  (referenced from %s)\n", width, loc,
+				s->untyped[i].name, s->untyped[i].ref_section);
+		}
+	} else {
+		fprintf(f, "  address-taken without preamble: not checked (needs "
+			"relocations: a .o or .ko)\n");
+	}
+	if (nclasses) {
+		fprintf(f, "  functions per type id (largest first%s):\n",
+			nclasses > TEXT_CLASSES ? ", top 20; --json lists all" : "");
+		for (size_t i = 0; i < nclasses && i < TEXT_CLASSES; i++) {
+			fprintf(f, "    %5zu  0x%08" PRIx32 " ", cls[i].count, cls[i].id);
+			for (size_t k = 0; k < cls[i].count && k < TEXT_NAMES; k++)
+				fprintf(f, " %s", s->funcs[s->by_id[cls[i].first + k]].name);
+			if (cls[i].count > TEXT_NAMES)
+				fprintf(f, " ...");
+			fputc('\n', f);
+		}
+	}
+	free(cls);
+}
+
+/* ---- JSON ---- */
+
+static void json_loc(FILE *f, const struct kcfi_scan *s, const char *key,
+		     uint32_t sec, uint64_t off)
+{
+	fprintf(f, "\"%s\": {\"section\": ", key);
+	kcfi_json_string(f, s->elf->sections[sec].name);
+	fprintf(f, ", \"offset\": %" PRIu64 ", \"address\": \"0x%" PRIx64 "\"}",
+		off, address(s, sec, off));
+}
+
+void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
+{
+	const struct elf_file *ef = s->elf;
+	size_t nclasses;
+	struct tclass *cls = classes(s, &nclasses);
+	struct counts c = count_sites(s);
+
+	fprintf(f, "{\n  \"file\": ");
+	kcfi_json_string(f, path);
+	fprintf(f, ",\n  \"machine\": \"%s\",\n  \"elf_type\": \"%s\",\n",
+		elf_machine_name(ef->machine),
+		ef->type == ELF_ET_REL ? "REL" : ef->type == ELF_ET_EXEC ? "EXEC" : "DYN");
+	fprintf(f, "  \"preamble_method\": ");
+	kcfi_json_string(f, preamble_method(s));
+
+	fprintf(f, ",\n  \"functions\": [");
+	for (size_t i = 0; i < s->nfuncs; i++) {
+		const struct kcfi_func *fn = &s->funcs[i];
+
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		kcfi_json_string(f, fn->name);
+		fprintf(f, ", ");
+		json_loc(f, s, "entry", fn->sec, fn->off);
+		if (fn->id_known)
+			fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\"", fn->id);
+		else
+			fprintf(f, ", \"type_id\": null");
+		fprintf(f, ", \"id_offset\": %" PRIu32 ", \"evidence\": \"%s\"",
+			fn->id_off, evidence_name(fn->evidence));
+		if (fn->id_sym) {
+			fprintf(f, ", \"id_symbol\": ");
+			kcfi_json_string(f, fn->id_sym);
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, "%s],\n  \"check_sites\": [", s->nfuncs ? "\n  " : "");
+	for (size_t i = 0; i < s->nsites; i++) {
+		const struct kcfi_site *st = &s->sites[i];
+
+		fprintf(f, "%s\n    {", i ? "," : "");
+		json_loc(f, s, "trap", st->sec, st->trap);
+		fprintf(f, ", ");
+		json_loc(f, s, "check", st->sec, st->off);
+		fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\", \"target_register\": \"%s\""
+			", \"type_id_from\": %" PRId32,
+			st->id, kcfi_reg_name(s, st->target_reg), st->disp);
+		if (s->arch == KCFI_ARM64)
+			fprintf(f, ", \"brk_immediate\": \"0x%04x\"", st->brk_imm);
+		fprintf(f, ", \"in_kcfi_traps\": %s, \"function\": ",
+			st->in_traps < 0 ? "null" : st->in_traps ? "true" : "false");
+		if (st->func) {
+			kcfi_json_string(f, st->func);
+			fprintf(f, ", \"function_offset\": %" PRIu64, st->func_off);
+		} else {
+			fprintf(f, "null");
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, "%s],\n  \"typeid_symbols\": [", s->nsites ? "\n  " : "");
+	for (size_t i = 0; i < s->ntypeids; i++) {
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		kcfi_json_string(f, s->typeids[i].name);
+		if (s->typeids[i].defined)
+			fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\"}", s->typeids[i].id);
+		else
+			fprintf(f, ", \"type_id\": null}");
+	}
+	fprintf(f, "%s],\n  \"address_taken_without_preamble\": ",
+		s->ntypeids ? "\n  " : "");
+	if (!s->untyped_checked) {
+		fprintf(f, "null");
+	} else {
+		fprintf(f, "[");
+		for (size_t i = 0; i < s->nuntyped; i++) {
+			fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+			kcfi_json_string(f, s->untyped[i].name);
+			fprintf(f, ", ");
+			json_loc(f, s, "entry", s->untyped[i].sec, s->untyped[i].off);
+			fprintf(f, ", \"referenced_from\": ");
+			kcfi_json_string(f, s->untyped[i].ref_section);
+			fprintf(f, "}");
+		}
+		fprintf(f, "%s]", s->nuntyped ? "\n  " : "");
+	}
+
+	fprintf(f, ",\n  \"summary\": {\n");
+	fprintf(f, "    \"functions\": %zu,\n    \"distinct_type_ids\": %zu,\n",
+		s->nfuncs, nclasses);
+	fprintf(f, "    \"type_id_offset\": %" PRIu32 ",\n", s->preamble_disp);
+	fprintf(f, "    \"check_sites\": %zu,\n    \"check_site_type_ids\": %zu,\n",
+		s->nsites, c.site_ids);
+	fprintf(f, "    \"sites_without_function_of_type\": %zu,\n",
+		c.sites_unreachable);
+	if (s->has_traps)
+		fprintf(f, "    \"kcfi_traps\": {\"entries\": %zu, \"sites_listed\": %zu, "
+			"\"entries_without_site\": %zu, \"unresolved\": %zu},\n",
+			s->ntraps, c.sites_in_traps, s->traps_without_site,
+			s->traps_unresolved);
+	else
+		fprintf(f, "    \"kcfi_traps\": null,\n");
+	fprintf(f, "    \"classes\": [");
+	for (size_t i = 0; i < nclasses; i++) {
+		fprintf(f, "%s\n      {\"type_id\": \"0x%08" PRIx32 "\", \"count\": %zu, "
+			"\"functions\": [", i ? "," : "", cls[i].id, cls[i].count);
+		for (size_t k = 0; k < cls[i].count; k++) {
+			if (k)
+				fprintf(f, ", ");
+			kcfi_json_string(f, s->funcs[s->by_id[cls[i].first + k]].name);
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "%s]\n  }\n}\n", nclasses ? "\n    " : "");
+	free(cls);
+}

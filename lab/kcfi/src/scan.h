@@ -1,0 +1,122 @@
+/*
+ * Finding KCFI artefacts in an ELF image: functions with a type-id preamble,
+ * check sites, .kcfi_traps entries and __kcfi_typeid_ symbols.
+ *
+ * Locations are (section index, offset in section): for ET_REL files
+ * symbol values are section-relative, for linked images the address is
+ * section address + offset.
+ */
+#ifndef KCFI_SCAN_H
+#define KCFI_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elf.h"
+
+enum kcfi_arch { KCFI_X86_64, KCFI_ARM64 };
+
+/* How an arm64 preamble word was recognised (see README). */
+enum kcfi_evidence {
+	KCFI_EV_CFI_SYMBOL,   /* x86_64: __cfi_NAME symbol + mov $id,%eax */
+	KCFI_EV_MAPPING,      /* arm64: a $d mapping symbol marks the word */
+	KCFI_EV_KNOWN_ID,     /* arm64, no mapping symbols: word is a known id */
+};
+
+struct kcfi_func {
+	const char *name;
+	uint32_t sec;
+	uint64_t off;         /* function entry */
+	uint32_t id;
+	int id_known;         /* 0: id is an unresolved relocation (id_sym) */
+	const char *id_sym;   /* symbol a relocation on the id refers to */
+	uint32_t id_off;      /* the id starts id_off bytes before the entry */
+	enum kcfi_evidence evidence;
+};
+
+struct kcfi_site {
+	uint32_t sec;
+	uint64_t off;         /* first instruction of the check */
+	uint64_t trap;        /* ud2 / brk */
+	uint32_t len;         /* bytes from off to the end of the trap */
+	uint32_t id;          /* expected type id */
+	int target_reg;
+	int32_t disp;         /* where the callee's id is read: target + disp */
+	uint16_t brk_imm;     /* arm64 */
+	int in_traps;         /* 1/0, -1 when there is no .kcfi_traps */
+	const char *func;     /* containing function, or NULL */
+	uint64_t func_off;
+};
+
+struct kcfi_typeid_sym {
+	const char *name;
+	int defined;          /* SHN_ABS with a value; else undefined here */
+	uint32_t id;
+};
+
+/* A function whose address is taken but which has no preamble. */
+struct kcfi_untyped {
+	const char *name;
+	uint32_t sec;
+	uint64_t off;
+	const char *ref_section; /* first section referring to it */
+};
+
+/* A function symbol, for address -> name lookups. */
+struct kcfi_fsym {
+	uint32_t sec;
+	uint64_t off, size;
+	const char *name;
+	int global;
+};
+
+struct kcfi_scan {
+	const struct elf_file *elf;
+	enum kcfi_arch arch;
+
+	struct kcfi_func *funcs;    /* sorted by location */
+	size_t nfuncs;
+	size_t *by_id;              /* indexes into funcs: known ids sorted */
+	size_t nknown;              /* by_id[0..nknown) have a known id */
+	struct kcfi_site *sites;    /* sorted by location */
+	size_t nsites;
+	struct kcfi_typeid_sym *typeids; /* sorted by name */
+	size_t ntypeids;
+	struct kcfi_untyped *untyped;
+	size_t nuntyped;
+	int untyped_checked;        /* detection ran (relocatable files only) */
+
+	int has_traps;              /* a .kcfi_traps section exists */
+	size_t ntraps;              /* entries */
+	size_t traps_unresolved;    /* entries we could not resolve */
+	size_t traps_without_site;  /* entries pointing at no check site */
+
+	int has_symbols;
+	int has_mapping_symbols;    /* arm64 $x/$d */
+	uint32_t preamble_disp;     /* most common id_off (4 + padding) */
+
+	struct kcfi_fsym *fsyms;    /* function symbols sorted by location */
+	size_t nfsyms;
+};
+
+/* Returns 0, or -1 with a reason in ERR. */
+int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
+		    char *err, size_t errsize);
+void kcfi_scan_free(struct kcfi_scan *s);
+
+/* The functions whose type id is ID: *COUNT entries of by_id from the result. */
+const size_t *kcfi_funcs_with_id(const struct kcfi_scan *s, uint32_t id,
+				 size_t *count);
+
+/* The function symbol containing (sec, off), or NULL. */
+const struct kcfi_fsym *kcfi_containing(const struct kcfi_scan *s, uint32_t sec,
+					uint64_t off);
+
+/* Section-relative location of a defined symbol; 0 if it has none. */
+int kcfi_symbol_location(const struct elf_file *ef, const struct elf_symbol *sym,
+			 uint32_t *sec, uint64_t *off);
+
+/* Is section SEC executable code we scan? */
+int kcfi_is_code(const struct elf_file *ef, uint32_t sec);
+
+#endif

@@ -1,0 +1,62 @@
+/* kcfi scan IMAGE [--json] */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "elf.h"
+#include "report.h"
+#include "scan.h"
+#include "util.h"
+
+static const char usage[] =
+	"usage: kcfi scan IMAGE [--json]\n"
+	"  List the KCFI preambles (function -> type id), check sites (trap\n"
+	"  address, expected id, target register, .kcfi_traps entry) and\n"
+	"  __kcfi_typeid_ symbols of an ELF64 x86_64/aarch64 object, module or\n"
+	"  vmlinux, with a summary.  --json prints the same for scripts.\n";
+
+int cmd_scan(int argc, char **argv)
+{
+	const char *path = NULL;
+	int json = 0;
+	struct elf_file ef;
+	struct kcfi_scan s;
+	char err[256];
+
+	for (int i = 1; i < argc; i++) {
+		if (kcfi_is_help(argv[i])) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (argv[i][0] == '-' && argv[i][1] != '\0')
+			return kcfi_usage_err("scan", usage, "unknown option '%s'", argv[i]);
+		else if (path)
+			return kcfi_usage_err("scan", usage, "more than one IMAGE");
+		else
+			path = argv[i];
+	}
+	if (!path)
+		return kcfi_usage_err("scan", usage, "missing IMAGE");
+	if (elf_open(&ef, path, err, sizeof(err))) {
+		kcfi_err("scan", "%s: %s", path, err);
+		return EXIT_INPUT;
+	}
+	if (kcfi_scan_image(&ef, &s, err, sizeof(err))) {
+		kcfi_err("scan", "%s: %s", path, err);
+		elf_close(&ef);
+		return EXIT_INPUT;
+	}
+	if (json)
+		kcfi_print_json(stdout, &s, path);
+	else
+		kcfi_print_text(stdout, &s, path);
+	kcfi_scan_free(&s);
+	elf_close(&ef);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		kcfi_err("scan", "error writing output");
+		return EXIT_INPUT;
+	}
+	return 0;
+}

@@ -1,0 +1,221 @@
+/*
+ * kcfi site IMAGE WHERE: describe one check site and the functions whose
+ * type id it accepts.  WHERE is an address, SYMBOL+OFF (as in a kernel
+ * "CFI failure at foo+0x1c/0x40" report), SECTION+OFF, or SYMBOL alone
+ * for every site inside that function.
+ */
+#include "commands.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf.h"
+#include "report.h"
+#include "scan.h"
+#include "util.h"
+
+static const char usage[] =
+	"usage: kcfi site IMAGE ADDRESS|SYMBOL+OFFSET|SECTION+OFFSET|SYMBOL\n"
+	"  Show the KCFI check site at ADDRESS (hex; in a .o/.ko an offset in\n"
+	"  its code section) or SYMBOL+OFFSET (\"/size\" suffix allowed), its\n"
+	"  expected type id and the functions with that id.  SYMBOL alone lists\n"
+	"  every check site inside that function.\n";
+
+static int site_covers(const struct kcfi_site *st, uint32_t sec, uint64_t off)
+{
+	return st->sec == sec && off >= st->off && off < st->off + st->len;
+}
+
+static size_t printed; /* sites printed so far */
+
+static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
+{
+	const struct elf_file *ef = s->elf;
+	char loc[96];
+	size_t n;
+	const size_t *fns = kcfi_funcs_with_id(s, st->id, &n);
+
+	if (printed++)
+		putchar('\n');
+	kcfi_format_loc(s, st->sec, st->trap, loc, sizeof(loc));
+	printf("check site: trap at %s", loc);
+	if (st->func)
+		printf(" (%s+0x%" PRIx64 ")", st->func, st->func_off);
+	printf("\n  expected type id: 0x%08" PRIx32 "\n", st->id);
+	printf("  target register:  %s (the callee's id is read from %s%+" PRId32 ")\n",
+	       kcfi_reg_name(s, st->target_reg), kcfi_reg_name(s, st->target_reg),
+	       st->disp);
+	if (s->arch == KCFI_ARM64)
+		printf("  trap:             brk #0x%04x\n", st->brk_imm);
+	else
+		printf("  trap:             ud2, %s\n",
+		       st->in_traps < 0 ? "no .kcfi_traps section in this image" :
+		       st->in_traps ? "listed in .kcfi_traps" :
+		       "NOT listed in .kcfi_traps");
+	printf("  may call %zu function%s with type id 0x%08" PRIx32 "%s:\n", n,
+	       n == 1 ? "" : "s", st->id,
+	       ef->type == ELF_ET_REL ? " in this object (others may be linked in)" : "");
+	for (size_t i = 0; i < n; i++) {
+		const struct kcfi_func *fn = &s->funcs[fns[i]];
+
+		kcfi_format_loc(s, fn->sec, fn->off, loc, sizeof(loc));
+		printf("    %s  %s\n", loc, fn->name);
+	}
+	for (size_t i = 0; i < s->ntypeids; i++)
+		if (s->typeids[i].defined && s->typeids[i].id == st->id)
+			printf("  same id: %s\n", s->typeids[i].name);
+}
+
+/* "name+0x1c/0x40" -> name, 0x1c; returns 0 if there is no "+". */
+static int split_offset(const char *arg, char *name, size_t size, uint64_t *off,
+			int *bad)
+{
+	const char *plus = strrchr(arg, '+');
+	char num[40];
+	size_t len;
+	const char *slash;
+
+	*bad = 0;
+	if (!plus)
+		return 0;
+	len = (size_t)(plus - arg);
+	if (len == 0 || len >= size) {
+		*bad = 1;
+		return 1;
+	}
+	memcpy(name, arg, len);
+	name[len] = '\0';
+	slash = strchr(plus + 1, '/');
+	len = slash ? (size_t)(slash - plus - 1) : strlen(plus + 1);
+	if (len >= sizeof(num)) {
+		*bad = 1;
+		return 1;
+	}
+	memcpy(num, plus + 1, len);
+	num[len] = '\0';
+	if (kcfi_parse_hex(num, off))
+		*bad = 1;
+	return 1;
+}
+
+/* Sites covering (sec, off) among all; prints them; returns how many. */
+static size_t show_at(const struct kcfi_scan *s, uint32_t sec, uint64_t off)
+{
+	size_t found = 0;
+
+	for (size_t i = 0; i < s->nsites; i++) {
+		if (site_covers(&s->sites[i], sec, off)) {
+			found++;
+			print_site(s, &s->sites[i]);
+		}
+	}
+	return found;
+}
+
+static int lookup(const struct kcfi_scan *s, const char *where)
+{
+	const struct elf_file *ef = s->elf;
+	char name[256];
+	uint64_t off, addr;
+	int bad;
+	size_t found = 0, candidates = 0;
+
+	if (split_offset(where, name, sizeof(name), &off, &bad)) {
+		if (bad) {
+			kcfi_err("site", "bad location '%s' (want SYMBOL+0xOFFSET)", where);
+			return EXIT_INPUT;
+		}
+		/* SECTION+OFF */
+		for (uint32_t i = 1; i < ef->nsections; i++) {
+			if (kcfi_is_code(ef, i) && strcmp(ef->sections[i].name, name) == 0) {
+				candidates++;
+				found += show_at(s, i, off);
+			}
+		}
+		/* SYMBOL+OFF: every symbol of that name (local names repeat). */
+		for (size_t i = 0; i < s->nfsyms; i++) {
+			const struct kcfi_fsym *f = &s->fsyms[i];
+
+			if (strcmp(f->name, name) == 0) {
+				candidates++;
+				found += show_at(s, f->sec, f->off + off);
+			}
+		}
+		if (!candidates) {
+			kcfi_err("site", "no function or code section named '%s'", name);
+			return EXIT_INPUT;
+		}
+	} else if (kcfi_parse_hex(where, &addr) == 0) {
+		for (uint32_t i = 1; i < ef->nsections; i++) {
+			const struct elf_section *sec = &ef->sections[i];
+			uint64_t base = ef->type == ELF_ET_REL ? 0 : sec->addr;
+
+			if (kcfi_is_code(ef, i) && addr >= base && addr - base < sec->size)
+				found += show_at(s, i, addr - base);
+		}
+	} else {
+		/* SYMBOL: all sites inside the function(s). */
+		for (size_t i = 0; i < s->nsites; i++) {
+			const struct kcfi_site *st = &s->sites[i];
+
+			if (st->func && strcmp(st->func, where) == 0) {
+				found++;
+				print_site(s, st);
+			}
+		}
+		for (size_t i = 0; i < s->nfsyms && !found; i++)
+			if (strcmp(s->fsyms[i].name, where) == 0)
+				candidates++;
+		if (!found && candidates) {
+			kcfi_err("site", "function '%s' contains no KCFI check site", where);
+			return EXIT_INPUT;
+		}
+		if (!found) {
+			kcfi_err("site", "no function named '%s' (and not a hex address)",
+				 where);
+			return EXIT_INPUT;
+		}
+	}
+	if (!found) {
+		kcfi_err("site", "no KCFI check site at %s", where);
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+int cmd_site(int argc, char **argv)
+{
+	const char *operands[2];
+	int noperands = 0, rc;
+	struct elf_file ef;
+	struct kcfi_scan s;
+	char err[256];
+
+	for (int i = 1; i < argc; i++) {
+		if (kcfi_is_help(argv[i])) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (argv[i][0] == '-' && argv[i][1] != '\0')
+			return kcfi_usage_err("site", usage, "unknown option '%s'", argv[i]);
+		if (noperands == 2)
+			return kcfi_usage_err("site", usage, "too many arguments");
+		operands[noperands++] = argv[i];
+	}
+	if (noperands != 2)
+		return kcfi_usage_err("site", usage, "need IMAGE and a location");
+	if (elf_open(&ef, operands[0], err, sizeof(err))) {
+		kcfi_err("site", "%s: %s", operands[0], err);
+		return EXIT_INPUT;
+	}
+	if (kcfi_scan_image(&ef, &s, err, sizeof(err))) {
+		kcfi_err("site", "%s: %s", operands[0], err);
+		elf_close(&ef);
+		return EXIT_INPUT;
+	}
+	rc = lookup(&s, operands[1]);
+	kcfi_scan_free(&s);
+	elf_close(&ef);
+	return rc;
+}

@@ -1,0 +1,272 @@
+/*
+ * Check sites: one linear pass over each code section, matching the
+ * instruction sequences insn.c decodes; then the x86_64 .kcfi_traps table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "insn.h"
+#include "scan_internal.h"
+
+static int cmp_sites(const void *a, const void *b)
+{
+	const struct kcfi_site *x = a, *y = b;
+
+	return cmp_loc(x->sec, x->trap, y->sec, y->trap);
+}
+
+/* ---- check sites ---- */
+
+int scan_sites(struct kcfi_scan *s)
+{
+	const struct elf_file *ef = s->elf;
+	size_t cap = 0;
+
+	for (uint32_t sec = 1; sec < ef->nsections; sec++) {
+		const uint8_t *d;
+		uint64_t size;
+
+		if (!kcfi_is_code(ef, sec))
+			continue;
+		d = ef->sections[sec].data;
+		size = ef->sections[sec].size;
+		if (s->arch == KCFI_X86_64) {
+			const uint8_t *p = d, *end = d + size;
+
+			while (p < end && (p = memchr(p, 0x41, (size_t)(end - p)))) {
+				struct x86_check c;
+				struct kcfi_site site;
+
+				if (x86_decode_check(p, (size_t)(end - p), &c, NULL) != 4) {
+					p++;
+					continue;
+				}
+				memset(&site, 0, sizeof(site));
+				site.sec = sec;
+				site.off = (uint64_t)(p - d);
+				site.trap = site.off + c.trap_off;
+				site.len = (uint32_t)c.len;
+				site.id = c.id;
+				site.target_reg = c.target_reg;
+				site.disp = c.disp;
+				site.in_traps = -1;
+				PUSH(s->sites, s->nsites, cap, site);
+				p += c.len;
+			}
+		} else {
+			for (uint64_t off = 0; off + A64_CHECK_LEN <= size; off += 4) {
+				struct a64_check c;
+				struct kcfi_site site;
+
+				if ((elf_rd32(d + off) & 0xffe00c00u) != 0xb8400000u ||
+				    a64_decode_check(d + off, A64_CHECK_LEN, &c, NULL) != 6)
+					continue;
+				memset(&site, 0, sizeof(site));
+				site.sec = sec;
+				site.off = off;
+				site.trap = off + c.trap_off;
+				site.len = A64_CHECK_LEN;
+				site.id = c.id;
+				site.target_reg = c.target_reg;
+				site.disp = c.disp;
+				site.brk_imm = c.brk_imm;
+				site.in_traps = -1;
+				PUSH(s->sites, s->nsites, cap, site);
+				off += A64_CHECK_LEN - 4;
+			}
+		}
+	}
+	if (s->nsites)
+		qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_sites);
+	return 0;
+oom:
+	return -1;
+}
+
+static int is_traps_section(const struct elf_section *sec)
+{
+	return sec->type == ELF_SHT_PROGBITS &&
+	       (strcmp(sec->name, ".kcfi_traps") == 0 ||
+		strcmp(sec->name, "__kcfi_traps") == 0);
+}
+
+/* Map a linked address to (section, offset) in a code section. */
+static int code_location(const struct elf_file *ef, uint64_t addr, struct loc *l)
+{
+	for (uint32_t i = 1; i < ef->nsections; i++) {
+		const struct elf_section *s = &ef->sections[i];
+
+		if (kcfi_is_code(ef, i) && addr >= s->addr && addr - s->addr < s->size) {
+			l->sec = i;
+			l->off = addr - s->addr;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+struct traps {
+	struct loc *v;
+	size_t n, cap;
+};
+
+/* Linked image: the entry at ADDR holding v names the trap at ADDR + v. */
+static int read_linked_entries(struct kcfi_scan *s, const uint8_t *data,
+			       uint64_t addr, size_t nentries, struct traps *t)
+{
+	s->ntraps += nentries;
+	for (size_t k = 0; k < nentries; k++) {
+		int32_t rel = (int32_t)elf_rd32(data + 4 * k);
+		struct loc l;
+
+		if (code_location(s->elf, addr + 4 * k + (uint64_t)(int64_t)rel, &l))
+			PUSH(t->v, t->n, t->cap, l);
+		else
+			s->traps_unresolved++;
+	}
+	return 0;
+oom:
+	return -1;
+}
+
+/* Relocatable file: the entries are 0; R_X86_64_PC32 relocations name the traps. */
+static int read_rel_entries(struct kcfi_scan *s, const struct elf_section *sec,
+			    const struct elf_section *rela, struct traps *t)
+{
+	const struct elf_file *ef = s->elf;
+	size_t nentries = sec->data ? sec->size / 4 : 0;
+	size_t count = rela ? elf_rela_count(rela) : 0;
+	size_t resolved = 0;
+
+	s->ntraps += nentries;
+	for (size_t k = 0; k < count; k++) {
+		struct elf_rela rel;
+		struct loc l;
+		uint64_t base;
+
+		elf_rela_get(rela, k, &rel);
+		if (rel.type != R_X86_64_PC32 || rel.sym >= ef->nsymbols ||
+		    rel.offset >= sec->size ||
+		    !kcfi_symbol_location(ef, &ef->symbols[rel.sym], &l.sec, &base))
+			continue;
+		l.off = base + (uint64_t)rel.addend;
+		PUSH(t->v, t->n, t->cap, l);
+		resolved++;
+	}
+	s->traps_unresolved += nentries > resolved ? nentries - resolved : 0;
+	return 0;
+oom:
+	return -1;
+}
+
+/*
+ * A linker script may put the entries inside another output section,
+ * between the symbols __start___kcfi_traps and __stop___kcfi_traps.
+ */
+static int read_bracketed_entries(struct kcfi_scan *s, struct traps *t)
+{
+	const struct elf_file *ef = s->elf;
+	uint64_t start = 0, stop = 0;
+	int have_start = 0, have_stop = 0;
+
+	for (size_t i = 1; i < ef->nsymbols; i++) {
+		const struct elf_symbol *sym = &ef->symbols[i];
+
+		if (sym->shndx == ELF_SHN_UNDEF)
+			continue;
+		if (strcmp(sym->name, "__start___kcfi_traps") == 0) {
+			start = sym->value;
+			have_start = 1;
+		} else if (strcmp(sym->name, "__stop___kcfi_traps") == 0) {
+			stop = sym->value;
+			have_stop = 1;
+		}
+	}
+	if (!have_start || !have_stop || stop < start)
+		return 0;
+	for (uint32_t i = 1; i < ef->nsections; i++) {
+		const struct elf_section *sec = &ef->sections[i];
+
+		if (sec->data && (sec->flags & ELF_SHF_ALLOC) && start >= sec->addr &&
+		    stop - sec->addr <= sec->size) {
+			s->has_traps = 1;
+			return read_linked_entries(s, sec->data + (start - sec->addr), start,
+						   (size_t)((stop - start) / 4), t);
+		}
+	}
+	return 0;
+}
+
+/*
+ * .kcfi_traps (__kcfi_traps in vmlinux) holds one 32-bit PC-relative
+ * offset per check site, for the trap handler to recognise KCFI traps.
+ */
+static int read_traps(struct kcfi_scan *s, struct traps *t)
+{
+	const struct elf_file *ef = s->elf;
+	uint32_t *rela_of = NULL; /* section -> its SHT_RELA section (0: none) */
+	int rc = 0;
+
+	if (ef->type == ELF_ET_REL) {
+		rela_of = calloc(ef->nsections, sizeof(*rela_of));
+		if (!rela_of)
+			return -1;
+		for (uint32_t r = 1; r < ef->nsections; r++)
+			if (ef->sections[r].type == ELF_SHT_RELA &&
+			    ef->sections[r].info < ef->nsections)
+				rela_of[ef->sections[r].info] = r;
+	}
+	for (uint32_t i = 1; i < ef->nsections && rc == 0; i++) {
+		const struct elf_section *sec = &ef->sections[i];
+
+		if (!is_traps_section(sec))
+			continue;
+		s->has_traps = 1;
+		if (ef->type == ELF_ET_REL)
+			rc = read_rel_entries(s, sec, rela_of[i] ? &ef->sections[rela_of[i]] :
+					      NULL, t);
+		else if (sec->data)
+			rc = read_linked_entries(s, sec->data, sec->addr,
+						 (size_t)(sec->size / 4), t);
+	}
+	free(rela_of);
+	if (rc == 0 && !s->has_traps && ef->type != ELF_ET_REL)
+		rc = read_bracketed_entries(s, t);
+	if (rc == 0 && t->n)
+		qsort(t->v, t->n, sizeof(*t->v), scan_cmp_locs);
+	return rc;
+}
+
+static void match_traps(struct kcfi_scan *s, const struct loc *traps, size_t ntraps)
+{
+	struct loc *site_traps;
+
+	for (size_t i = 0; i < s->nsites; i++)
+		if (s->has_traps)
+			s->sites[i].in_traps = scan_has_loc(traps, ntraps, s->sites[i].sec,
+						       s->sites[i].trap);
+	/* Sites are sorted by trap already: reuse them as a lookup table. */
+	site_traps = malloc((s->nsites ? s->nsites : 1) * sizeof(*site_traps));
+	if (!site_traps)
+		return;
+	for (size_t i = 0; i < s->nsites; i++) {
+		site_traps[i].sec = s->sites[i].sec;
+		site_traps[i].off = s->sites[i].trap;
+	}
+	for (size_t i = 0; i < ntraps; i++)
+		if (!scan_has_loc(site_traps, s->nsites, traps[i].sec, traps[i].off))
+			s->traps_without_site++;
+	free(site_traps);
+}
+
+int scan_traps(struct kcfi_scan *s)
+{
+	struct traps t = { 0 };
+	int rc = read_traps(s, &t);
+
+	if (rc == 0)
+		match_traps(s, t.v, t.n);
+	free(t.v);
+	return rc;
+}

@@ -1,0 +1,28 @@
+/* Small helpers shared by the commands: errors, hex numbers, JSON strings. */
+#ifndef KCFI_UTIL_H
+#define KCFI_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define EXIT_INPUT 1 /* bad input: unparsable prototype, malformed ELF, ... */
+#define EXIT_USAGE 2 /* bad command line */
+
+/* Print "kcfi: CMD: message" to stderr. */
+void kcfi_err(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print "kcfi: CMD: message" and then USAGE to stderr; returns EXIT_USAGE. */
+int kcfi_usage_err(const char *cmd, const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Is ARG "-h" or "--help"? */
+int kcfi_is_help(const char *arg);
+
+/* Parse a hexadecimal number with optional 0x prefix; 0 on success. */
+int kcfi_parse_hex(const char *s, uint64_t *value);
+
+/* Write S as a JSON string literal. */
+void kcfi_json_string(FILE *f, const char *s);
+
+#endif

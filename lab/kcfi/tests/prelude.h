@@ -1,0 +1,76 @@
+/*
+ * Included (-include) into the generated prototype batches: the typedef
+ * names kcfi knows, defined as the Linux kernel defines them for 64-bit
+ * targets, and the tags the prototypes use.
+ */
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed char s8;
+typedef short s16;
+typedef int s32;
+typedef long long s64;
+typedef u8 __u8;
+typedef u16 __u16;
+typedef u32 __u32;
+typedef u64 __u64;
+typedef s8 __s8;
+typedef s16 __s16;
+typedef s32 __s32;
+typedef s64 __s64;
+typedef u8 uint8_t;
+typedef u16 uint16_t;
+typedef u32 uint32_t;
+typedef u64 uint64_t;
+typedef s8 int8_t;
+typedef s16 int16_t;
+typedef s32 int32_t;
+typedef s64 int64_t;
+typedef unsigned long size_t;
+typedef long ssize_t;
+typedef long ptrdiff_t;
+typedef long intptr_t;
+typedef unsigned long uintptr_t;
+typedef __u16 __le16;
+typedef __u32 __le32;
+typedef __u64 __le64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u64 __be64;
+typedef __u32 __wsum;
+typedef unsigned __poll_t;
+typedef unsigned int gfp_t;
+typedef unsigned int slab_flags_t;
+typedef unsigned int fmode_t;
+typedef unsigned int vm_fault_t;
+typedef unsigned short umode_t;
+typedef int pid_t;
+typedef unsigned int uid_t;
+typedef unsigned int gid_t;
+typedef long long loff_t;
+typedef long off_t;
+typedef s64 time64_t;
+typedef s64 ktime_t;
+typedef u64 phys_addr_t;
+typedef u64 dma_addr_t;
+typedef phys_addr_t resource_size_t;
+typedef u64 sector_t;
+typedef u8 blk_status_t;
+typedef _Bool bool;
+enum irqreturn { IRQ_NONE, IRQ_HANDLED };
+typedef enum irqreturn irqreturn_t;
+enum netdev_tx { NETDEV_TX_OK };
+typedef enum netdev_tx netdev_tx_t;
+
+struct foo { int x; };
+struct bar { int y; };
+struct device { int d; };
+struct file { int f; };
+struct inode { int i; };
+union u { int a; float b; };
+enum e { E0, E1 };
+struct s0; struct s1; struct s2; struct s3; struct s4; struct s5; struct s6;
+struct s7; struct s8; struct s9; struct s10; struct s11; struct s12;
+struct s13; struct s14; struct s15; struct s16; struct s17; struct s18;
+struct s19; struct s20; struct s21;

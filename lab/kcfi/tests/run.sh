@@ -1,0 +1,524 @@
+#!/usr/bin/env bash
+# Test driver for `make check`.  Expected values come from clang-16 and
+# llvm-objdump-16, never from kcfi itself.  Everything generated goes into
+# $BUILD.  Prints "ok - ..." / "FAIL - ..." per test and, last,
+# "N passed, N failed"; exits non-zero if anything failed.
+set -Eeuo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+KCFI=$(realpath "${KCFI:-./kcfi}")
+KCFI_ASAN=${KCFI_ASAN:+$(realpath "$KCFI_ASAN")}
+BUILD=${BUILD:-build/check}
+TOOLS=$(realpath "${TOOLS:-build/tests}")
+CLANG=${CLANG16:-clang-16}
+OBJDUMP=${OBJDUMP16:-llvm-objdump-16}
+OBJCOPY=${OBJCOPY16:-llvm-objcopy-16}
+NM=${NM16:-llvm-nm-16}
+LLD=${LLD16:-ld.lld-16}
+RANDOM_PROTOS=${RANDOM_PROTOS:-600}
+BATCH=${BATCH:-250}
+MUTANTS=${MUTANTS:-150}
+
+mkdir -p "$(dirname "$BUILD")"
+# Two runs at once would delete each other's files.
+exec 9>"$BUILD.lock"
+if command -v flock >/dev/null && ! flock -n 9; then
+	echo "FAIL - another test run holds $BUILD.lock"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+rm -rf "$BUILD"
+mkdir -p "$BUILD"
+BUILD=$(realpath "$BUILD")
+export ASAN_OPTIONS=exitcode=99:detect_leaks=0
+export UBSAN_OPTIONS=exitcode=98:print_stacktrace=1
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
+finish() {
+	trap - ERR
+	echo "$passed passed, $failed failed"
+	if [ "$failed" -eq 0 ]; then exit 0; else exit 1; fi
+}
+# A command failing outside a test still ends with the summary line.
+trap '[ "$BASHPID" != "$$" ] || { fail "test script stopped at line $LINENO"; echo "$passed passed, $failed failed"; }' ERR
+
+for tool in "$CLANG" "$OBJDUMP" "$OBJCOPY" "$NM" "$LLD"; do
+	if ! command -v "$tool" >/dev/null; then
+		fail "required tool $tool not found (apt-get install clang-16 llvm-16 lld-16)"
+		finish
+	fi
+done
+
+# ---------------------------------------------------------------------------
+# 0. Unit tests (xxHash64 vectors, manglings, decoders, ELF header checks)
+# ---------------------------------------------------------------------------
+unit_out=$("$TOOLS/unit" || true)
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) pass "unit: ${line#ok - }" ;;
+	"FAIL - "*) fail "unit: ${line#FAIL - }" ;;
+	esac
+done <<<"$unit_out"
+
+# ---------------------------------------------------------------------------
+# 1. kcfi hash agrees with the ids clang-16 emits
+# ---------------------------------------------------------------------------
+protos=$BUILD/protos.txt
+grep -v -e '^#' -e '^$' "$HERE/edge-protos.txt" >"$protos"
+nedge=$(wc -l <"$protos")
+"$TOOLS/genprotos" "$RANDOM_PROTOS" 20240607 >>"$protos"
+total=$(wc -l <"$protos")
+
+# One C file per batch: each prototype defines kcfi_fn_N, and every
+# function's address is taken so clang emits its preamble.
+split -l "$BATCH" -d -a 2 "$protos" "$BUILD/batch"
+: >"$BUILD/clang-ids.txt"
+compile_ok=1
+for part in "$BUILD"/batch[0-9][0-9]; do
+	base=${part##*/batch}
+	first=$((10#$base * BATCH))
+	awk -v first="$first" '
+		{ n = first + NR - 1; line = $0; sub(/@/, "kcfi_fn_" n, line)
+		  print line " {}"; names = names "\tkcfi_fn_" n ",\n" }
+		END { print "void *kcfi_fn_table_" first "[] = {\n" names "};" }' \
+		"$part" >"$part.c"
+	for target in x86_64 aarch64; do
+		if ! "$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -w \
+			-include "$HERE/prelude.h" -c "$part.c" -o "$part.$target.o" \
+			2>"$part.$target.err"; then
+			compile_ok=0
+			fail "clang-16 rejected generated batch $part.c ($target): $(head -n 3 "$part.$target.err")"
+		fi
+	done
+	if [ -f "$part.x86_64.o" ]; then
+		"$OBJDUMP" -d "$part.x86_64.o" |
+			awk -v exec=0 -f "$HERE/objdump-ref.awk" |
+			awk '$1 == "F" && $4 ~ /^kcfi_fn_/ { sub(/^kcfi_fn_/, "", $4); print $4, $3 }' \
+				>>"$BUILD/clang-ids.txt"
+	fi
+done
+
+sed 's/@//' "$protos" >"$BUILD/protos-hash-input.txt"
+if "$KCFI" hash - <"$BUILD/protos-hash-input.txt" >"$BUILD/kcfi-ids.raw" 2>"$BUILD/kcfi-hash.err"; then
+	awk '{ print NR - 1, substr($1, 3) }' "$BUILD/kcfi-ids.raw" >"$BUILD/kcfi-ids.txt"
+else
+	fail "kcfi hash rejected generated prototypes: $(head -n 3 "$BUILD/kcfi-hash.err")"
+	: >"$BUILD/kcfi-ids.txt"
+fi
+sort -n "$BUILD/clang-ids.txt" >"$BUILD/clang-ids.sorted"
+compared=$(wc -l <"$BUILD/clang-ids.sorted")
+mismatches=$(join -j 1 <(sort -k1,1 "$BUILD/clang-ids.sorted") <(sort -k1,1 "$BUILD/kcfi-ids.txt") |
+	awk '$2 != $3' | sort -n)
+joined=$(join -j 1 <(sort -k1,1 "$BUILD/clang-ids.sorted") <(sort -k1,1 "$BUILD/kcfi-ids.txt") | wc -l)
+if [ "$compile_ok" = 1 ] && [ "$compared" -eq "$total" ] && [ "$joined" -eq "$total" ] &&
+	[ -z "$mismatches" ]; then
+	pass "hash: $total prototypes ($nedge edge cases, $((total - nedge)) random) match clang-16's ids, 0 mismatches"
+else
+	fail "hash: compared $joined of $total prototypes (clang emitted $compared ids); mismatches:"
+	printf '%s\n' "$mismatches" | head -n 10 | while read -r n want got; do
+		echo "    $(sed -n "$((n + 1))p" "$BUILD/protos-hash-input.txt"): clang 0x$want, kcfi 0x$got"
+	done
+fi
+
+# --mangled hashes exactly the given name, with or without _ZTS.
+if [ "$("$KCFI" hash --mangled FvPiE _ZTSFiPiE)" = "$(printf '0x7e0c52a5  _ZTSFvPiE\n0x3ad55aca  _ZTSFiPiE')" ]; then
+	pass "hash --mangled, with and without _ZTS"
+else
+	fail "hash --mangled output"
+fi
+if "$KCFI" hash -v 'void (struct foo *, struct foo *)' | grep -qx '0x5baedfa3  _ZTSFvP3fooS0_E  void (struct foo \*, struct foo \*)'; then
+	pass "hash -v prints the mangled name"
+else
+	fail "hash -v output"
+fi
+
+# ---------------------------------------------------------------------------
+# 2. kcfi scan agrees with llvm-objdump-16 on every preamble and check site
+# ---------------------------------------------------------------------------
+objs=$BUILD/objs
+mkdir -p "$objs"
+build_obj() { # NAME TARGET CFLAGS...
+	local name=$1 target=$2
+	shift 2
+	"$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi "$@" \
+		-c "$HERE/sample.c" -o "$objs/$name.o"
+}
+build_obj x86-O2 x86_64
+build_obj x86-O1-fs x86_64 -O1 -ffunction-sections
+build_obj x86-pfe11 x86_64 -fpatchable-function-entry=11,11
+build_obj x86-pfe16 x86_64 -fpatchable-function-entry=16,16 -ffunction-sections
+build_obj a64-O2 aarch64
+build_obj a64-O1-fs aarch64 -O1 -ffunction-sections
+build_obj a64-pfe2 aarch64 -fpatchable-function-entry=2
+build_obj a64-pfe42 aarch64 -fpatchable-function-entry=4,2
+link() { "$LLD" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
+link "$objs/x86-O2.o" -o "$objs/x86-exec"
+link "$objs/a64-O1-fs.o" -o "$objs/a64-exec"
+# Big linked images from the prototype batches plus the sample.
+link "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
+link "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
+# arm64 without mapping symbols: kcfi falls back to known ids.
+# shellcheck disable=SC2016 # literal $d/$x symbol names
+"$OBJCOPY" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
+	"$objs/a64-exec" "$objs/a64-exec-nomap"
+
+is_exec() { case $1 in *exec*) echo 1 ;; *) echo 0 ;; esac; }
+
+compare_scan() { # FILE
+	local f=$1 name=${1##*/} ex ref got nf ns
+	ex=$(is_exec "$f")
+	ref=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" | { grep -E '^(F|S) ' || true; } | sort)
+	got=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | sort)
+	nf=$(grep -c '^F' <<<"$ref" || true)
+	ns=$(grep -c '^S' <<<"$ref" || true)
+	if [ "$nf" -gt 0 ] && [ "$ref" = "$got" ]; then
+		pass "scan $name: $nf preambles and $ns check sites agree with llvm-objdump"
+	else
+		fail "scan $name: differs from llvm-objdump ($nf preambles, $ns sites in reference):"
+		diff <(echo "$ref") <(echo "$got") | head -n 10 | sed 's/^/    /' || true
+	fi
+}
+
+for f in "$objs"/x86-* "$objs"/a64-exec "$objs"/a64-big-exec "$objs"/a64-O* "$objs"/a64-pfe* \
+	"$BUILD"/batch00.x86_64.o "$BUILD"/batch00.aarch64.o; do
+	compare_scan "$f"
+done
+
+# Without mapping symbols: exactly the preambles whose id a check site
+# expects or a __kcfi_typeid_ symbol defines.
+f=$objs/a64-exec-nomap
+ids=$({
+	"$OBJDUMP" -d "$objs/a64-exec" | awk -v exec=1 -f "$HERE/objdump-ref.awk" | awk '$1 == "S" { print $3 }'
+	"$NM" "$objs/a64-exec" | awk 'NF == 3 && $3 ~ /^__kcfi_typeid_/ { print substr($1, 9) }'
+} | sort -u)
+ref=$("$OBJDUMP" -d "$objs/a64-exec" | awk -v exec=1 -f "$HERE/objdump-ref.awk" | grep -E '^(F|S) ' |
+	awk -v ids="$ids" 'BEGIN { n = split(ids, v, "\n"); for (i = 1; i <= n; i++) ok[v[i]] = 1 }
+		$1 == "S" || ok[$3]' | sort)
+got=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | sort)
+if [ -n "$ref" ] && [ "$ref" = "$got" ] && "$KCFI" scan "$f" | grep -q 'no mapping symbols'; then
+	pass "scan a64-exec-nomap: known-id fallback finds exactly the $(grep -c '^F' <<<"$ref") reachable preambles"
+else
+	fail "scan a64-exec-nomap: fallback differs:"
+	diff <(echo "$ref") <(echo "$got") | head -n 10 | sed 's/^/    /' || true
+fi
+
+# x86_64: every check site is listed in .kcfi_traps, and nothing else is;
+# also when a linker script buries the table in .rodata between
+# __start___kcfi_traps and __stop___kcfi_traps.
+cat >"$BUILD/traps.lds" <<'EOF'
+SECTIONS {
+	.rodata : {
+		*(.rodata .rodata.*)
+		__start___kcfi_traps = .;
+		KEEP(*(.kcfi_traps))
+		__stop___kcfi_traps = .;
+	}
+}
+EOF
+link "$objs/x86-O2.o" -T "$BUILD/traps.lds" -o "$objs/x86-lds-exec"
+for f in "$objs"/x86-O2.o "$objs"/x86-pfe16.o "$objs"/x86-exec "$objs"/x86-lds-exec; do
+	out=$("$KCFI" scan "$f")
+	nsites=$(awk '/^check sites/ { print substr($3, 2) + 0 }' <<<"$out")
+	if grep -q "\.kcfi_traps: *$nsites entries, $nsites sites listed, 0 entries without a site, 0 unresolved" <<<"$out" &&
+		[ "$nsites" -gt 0 ]; then
+		pass "scan ${f##*/}: all $nsites check sites are in .kcfi_traps"
+	else
+		fail "scan ${f##*/}: .kcfi_traps mismatch: $(grep kcfi_traps: <<<"$out")"
+	fi
+done
+
+# __kcfi_typeid_ symbols: values from llvm-nm, and the ids kcfi hash gives.
+want=$("$NM" "$objs/x86-O2.o" | awk '/__kcfi_typeid_/ { print substr($1, 9), $3 }' | sort)
+got=$("$KCFI" scan "$objs/x86-O2.o" | awk '/^__kcfi_typeid symbols/ { m = 1; next } /^$/ { m = 0 } m { print substr($1, 3), $2 }' | sort)
+h1=$("$KCFI" hash 'void (int *)' | cut -c3-10)
+h2=$("$KCFI" hash 'int (struct file *, unsigned long)' | cut -c3-10)
+if [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "^$h1 __kcfi_typeid_ext_fn$" <<<"$got" &&
+	grep -q "^$h2 __kcfi_typeid_ext_cb$" <<<"$got"; then
+	pass "scan: __kcfi_typeid_ symbols match llvm-nm and kcfi hash"
+else
+	fail "scan: __kcfi_typeid_ symbols: want [$want] got [$got] hash $h1 $h2"
+fi
+
+# Address-taken functions without a preamble (relocatable files only).
+for f in "$objs"/x86-O2.o "$objs"/x86-O1-fs.o "$objs"/a64-O2.o "$objs"/a64-pfe42.o; do
+	out=$("$KCFI" scan "$f")
+	if grep -q 'address-taken without preamble: 1$' <<<"$out" && grep -q ' asm_untyped  (referenced from' <<<"$out"; then
+		pass "scan ${f##*/}: reports asm_untyped as address-taken without preamble"
+	else
+		fail "scan ${f##*/}: address-taken detection: $(grep -A2 'address-taken' <<<"$out" | tr '\n' ' ')"
+	fi
+done
+
+# Typed assembly (SYM_TYPED_FUNC_START): in its own .o the id is a
+# relocation against an undefined __kcfi_typeid_; after `ld -r` with the C
+# object that defines it (as in a .ko), kcfi resolves it.
+want=$("$KCFI" hash 'void (long)' | cut -c1-10)
+printf 'extern void asm_typed2(long);\nvoid (*const typed2_ref)(long) = asm_typed2;\n' >"$BUILD/ids.c"
+for target in x86_64 aarch64; do
+	"$CLANG" --target="$target-linux-gnu" -c "$HERE/typed-$target.s" -o "$objs/typed-$target.o"
+	"$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -c "$BUILD/ids.c" -o "$BUILD/ids-$target.o"
+	"$LLD" -r "$objs/typed-$target.o" "$BUILD/ids-$target.o" -o "$objs/typed-ko-$target.o"
+	if "$KCFI" scan "$objs/typed-$target.o" |
+		grep -q '  ?  *asm_typed2  (id from __kcfi_typeid_asm_typed2, undefined here)$' &&
+		"$KCFI" scan "$objs/typed-ko-$target.o" |
+		grep -q "  $want  asm_typed2  (id from __kcfi_typeid_asm_typed2)\$"; then
+		pass "scan $target typed asm: id via __kcfi_typeid_ relocation (undefined alone, $want after ld -r)"
+	else
+		fail "scan $target typed asm: $("$KCFI" scan "$objs/typed-ko-$target.o" | grep asm_typed2 | head -n 1)"
+	fi
+done
+
+# --json is valid JSON and has the same counts.
+json_tool=""
+if command -v jq >/dev/null; then
+	json_tool="jq ."
+elif command -v python3 >/dev/null; then
+	json_tool="python3 -m json.tool"
+fi
+for f in "$objs"/x86-O2.o "$objs"/a64-big-exec; do
+	j=$("$KCFI" scan --json "$f")
+	nf=$(grep -c '"evidence": ' <<<"$j" || true)
+	ns=$(grep -c '"trap": ' <<<"$j" || true)
+	tf=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | grep -c '^F' || true)
+	ts=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | grep -c '^S' || true)
+	if [ -n "$json_tool" ] && ! $json_tool <<<"$j" >/dev/null 2>&1; then
+		fail "scan --json ${f##*/}: not valid JSON"
+	elif [ "$nf" -eq "$tf" ] && [ "$ns" -eq "$ts" ]; then
+		pass "scan --json ${f##*/}: ${json_tool:+valid JSON, }$nf functions, $ns sites"
+	else
+		fail "scan --json ${f##*/}: $nf/$ns entries vs text $tf/$ts"
+	fi
+done
+
+# kcfi site: the functions listed are exactly those with the site's id.
+for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
+	ex=$(is_exec "$f")
+	ref=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk")
+	bad=0
+	nsites=0
+	while read -r _ loc id _; do
+		nsites=$((nsites + 1))
+		if [ "$ex" = 1 ]; then where=0x$loc; else where=${loc%%:*}+0x${loc#*:}; fi
+		want=$(awk -v id="$id" '$1 == "F" && $3 == id { print $4 }' <<<"$ref" | sort)
+		out=$("$KCFI" site "$f" "$where") || { bad=1; echo "    site $where failed"; continue; }
+		got=$(awk '/^  may call/ { m = 1; next } m && /^    / { print $2 }' <<<"$out" | sort)
+		if ! grep -q "expected type id: 0x$id" <<<"$out" || [ "$want" != "$got" ]; then
+			bad=1
+			echo "    site $where: want [$want] got [$got]"
+		fi
+		# The SYMBOL+OFF form kcfi prints must lead back to the same site.
+		symoff=$(sed -n 's/^check site: trap at [^ ]* (\(.*\))$/\1/p' <<<"$out")
+		if [ -n "$symoff" ] && ! "$KCFI" site "$f" "$symoff" | grep -q "expected type id: 0x$id"; then
+			bad=1
+			echo "    site $symoff: not found"
+		fi
+	done < <(grep '^S ' <<<"$ref")
+	if [ "$bad" = 0 ] && [ "$nsites" -gt 0 ]; then
+		pass "site ${f##*/}: $nsites sites list exactly the functions with their id"
+	else
+		fail "site ${f##*/}: wrong targets"
+	fi
+done
+if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" -eq 5 ]; then
+	pass "site SYMBOL lists all 5 check sites in many()"
+else
+	fail "site SYMBOL: expected 5 sites in many()"
+fi
+
+# ---------------------------------------------------------------------------
+# 3. explain round trips on bytes and brk immediates from compiled objects
+# ---------------------------------------------------------------------------
+records=$(for f in "$objs"/*; do "$OBJDUMP" -d "$f" | awk -v exec=0 -f "$HERE/objdump-ref.awk"; done)
+bad=0
+n=0
+while read -r _ id reg bytes; do
+	n=$((n + 1))
+	out=$("$KCFI" explain --arch x86_64 "$bytes") || { bad=1; echo "    explain '$bytes' failed"; continue; }
+	if ! grep -q "^expected type id: 0x$id " <<<"$out" || ! grep -q "^target register: %$reg " <<<"$out"; then
+		bad=1
+		echo "    explain '$bytes': want id $id reg $reg"
+	fi
+done < <(grep '^XB ' <<<"$records" | sort -u)
+if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
+	pass "explain x86_64: $n check sequences decode to objdump's id and target register"
+else
+	fail "explain x86_64 round trip"
+fi
+bad=0
+n=0
+while read -r _ brk reg treg _; do
+	n=$((n + 1))
+	for value in "0x$brk" "$(printf '0x%08x' $((0xf2000000 | 16#$brk)))"; do
+		out=$("$KCFI" explain --arch arm64 "$value") || { bad=1; echo "    explain $value failed"; continue; }
+		if ! grep -q "^target register: $reg " <<<"$out" || ! grep -q "^type register: $treg " <<<"$out"; then
+			bad=1
+			echo "    explain $value: want $reg $treg"
+		fi
+	done
+done < <(grep '^AB ' <<<"$records" | sort -u)
+if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
+	pass "explain arm64: $n brk immediates (and their ESRs) decode to objdump's registers"
+else
+	fail "explain arm64 round trip"
+fi
+if "$KCFI" explain --arch x86_64 'Code: 90 90 41 ba 5b ad f3 81 45 03 53 fc 74 02 <0f> 0b ff e0' |
+	grep -q '^expected type id: 0x7e0c52a5 '; then
+	pass "explain x86_64 finds the check inside an oops Code: line"
+else
+	fail "explain x86_64 with leading bytes and <> marks"
+fi
+
+# ---------------------------------------------------------------------------
+# 4. Malformed input: one-line error, exit 1, no crash (also under ASan)
+# ---------------------------------------------------------------------------
+bad=$BUILD/bad
+mkdir -p "$bad"
+good=$objs/x86-O2.o
+size=$(wc -c <"$good")
+: >"$bad/empty"
+for n in 1 4 16 63 64 100 $((size / 2)) $((size - 1)); do
+	head -c "$n" "$good" >"$bad/trunc-$n"
+done
+"$TOOLS/mutate" random "$bad/random-4k" 4096 7
+"$TOOLS/mutate" random "$bad/random-64" 64 8
+printf '\177ELF' >"$bad/magic-only"
+printf 'hello, world\n' >"$bad/text"
+"$CLANG" --target=riscv64-linux-gnu -c "$HERE/sample.c" -o "$bad/riscv64.o"
+"$CLANG" --target=i386-linux-gnu -c "$HERE/sample.c" -o "$bad/i386.o"
+"$CLANG" --target=aarch64_be-linux-gnu -c "$HERE/sample.c" -o "$bad/aarch64_be.o"
+mkdir -p "$bad/a-directory"
+
+expect_error() { # EXIT CMD... : exit code EXIT, one stderr line "kcfi: ...", no crash
+	local want=$1 rc=0 err
+	shift
+	"$@" >"$BUILD/out" 2>"$BUILD/err" || rc=$?
+	err=$(cat "$BUILD/err")
+	if [ "$rc" -ne "$want" ]; then
+		echo "exit $rc (want $want): $err"
+	elif [ "$want" = 1 ] && { [ "$(wc -l <"$BUILD/err")" -ne 1 ] || [[ $err != "kcfi: "* ]]; }; then
+		echo "not a one-line error: $err"
+	elif [ "$want" = 2 ] && [[ $err != "kcfi: "*usage:* ]]; then
+		echo "no error and usage: $err"
+	fi
+}
+
+for f in "$bad"/* "$bad/does-not-exist"; do
+	for bin in "$KCFI" ${KCFI_ASAN:+"$KCFI_ASAN"}; do
+		problem=$(expect_error 1 "$bin" scan "$f")
+		if [ -z "$problem" ]; then
+			pass "scan ${f##*/}$([ "$bin" = "$KCFI" ] || echo " (ASan)"): $(head -c 90 "$BUILD/err")"
+		else
+			fail "scan ${f##*/} (${bin##*/}): $problem"
+		fi
+	done
+done
+
+# Corrupted copies of real objects: exit 0 or 1 with a one-line error, and
+# no sanitizer report when the scanner runs over them in-process.
+for src in x86-O2.o a64-O2.o x86-exec; do
+	mkdir -p "$bad/mut-$src"
+	"$TOOLS/mutate" elf "$objs/$src" "$bad/mut-$src" "$MUTANTS" 99
+	crashes=0
+	errors=0
+	for m in "$bad/mut-$src"/*; do
+		rc=0
+		"$KCFI" scan "$m" >/dev/null 2>"$BUILD/err" || rc=$?
+		if [ "$rc" -gt 1 ] || { [ "$rc" = 1 ] && [ "$(wc -l <"$BUILD/err")" -ne 1 ]; }; then
+			crashes=$((crashes + 1))
+			echo "    $m: exit $rc: $(head -n 3 "$BUILD/err")"
+		fi
+		[ "$rc" = 0 ] || errors=$((errors + 1))
+	done
+	if [ "$crashes" = 0 ]; then
+		pass "scan: $MUTANTS corrupted copies of $src: no crash ($errors rejected with one line)"
+	else
+		fail "scan: $crashes crashes on corrupted copies of $src"
+	fi
+done
+if out=$("$TOOLS/replay-elf" "$bad"/* "$bad"/mut-*/* "$objs"/* 2>&1); then
+	pass "ASan/UBSan: scanner and reports over all bad and good images: $(tail -n 1 <<<"$out")"
+else
+	fail "ASan/UBSan replay: $(grep -m 3 -E 'ERROR|runtime error' <<<"$out")"
+fi
+
+# Bad prototypes and garbage lines: one error per line, no crash.
+problem=$(expect_error 1 "$KCFI" hash 'void (int')
+if [ -z "$problem" ] && grep -qx "kcfi: hash: cannot parse 'void (int': expected ')' but found end of input" "$BUILD/err"; then
+	pass "hash: unparsable prototype -> one-line error, exit 1"
+else
+	fail "hash: unparsable prototype: $problem $(cat "$BUILD/err")"
+fi
+"$TOOLS/mutate" random "$BUILD/garbage" 20000 11
+{
+	tr -c '[:print:]\n' ' ' <"$BUILD/garbage" | fold -w 60
+	# Prototypes with characters dropped.
+	awk 'NR % 3 == 0 { print substr($0, 1, NR % length($0)) substr($0, NR % length($0) + 2) }' "$protos"
+} >"$BUILD/bad-protos.txt"
+for bin in "$KCFI" ${KCFI_ASAN:+"$KCFI_ASAN"}; do
+	rc=0
+	"$bin" hash - <"$BUILD/bad-protos.txt" >"$BUILD/out" 2>"$BUILD/err" || rc=$?
+	nlines=$(grep -cv '^[[:space:]]*\(#.*\)\?$' "$BUILD/bad-protos.txt" || true)
+	nout=$(($(wc -l <"$BUILD/out") + $(grep -c "^kcfi: hash: cannot parse '" "$BUILD/err" || true)))
+	if [ "$rc" -le 1 ] && [ "$nout" -eq "$nlines" ]; then
+		pass "hash ${bin##*/}: $nlines garbage/mangled lines, one result or error each, no crash"
+	else
+		fail "hash ${bin##*/}: exit $rc, $nout results for $nlines lines: $(grep -v 'cannot parse' "$BUILD/err" | head -n 3)"
+	fi
+done
+
+for args in "--arch arm64 zz" "--arch arm64 0x800" "--arch arm64 0x96000045" \
+	"--arch arm64 0x123456789" "--arch x86_64 41 ba 5b" "--arch x86_64 q1" \
+	"--arch x86_64 90 90 90"; do
+	# shellcheck disable=SC2086 # split the argument list on purpose
+	problem=$(expect_error 1 "$KCFI" explain $args)
+	if [ -z "$problem" ]; then pass "explain $args -> $(cat "$BUILD/err")"; else fail "explain $args: $problem"; fi
+done
+problem=$(expect_error 1 "$KCFI" site "$objs/x86-O2.o" 0x3)
+if [ -z "$problem" ]; then pass "site: no check site at an address -> exit 1"; else fail "site 0x3: $problem"; fi
+
+# ---------------------------------------------------------------------------
+# 5. Command-line errors: exit 2 with usage; --help: exit 0
+# ---------------------------------------------------------------------------
+usage_cases=(
+	""
+	"bogus"
+	"--bogus"
+	"scan"
+	"scan --bogus $good"
+	"scan $good $good"
+	"hash"
+	"hash --bogus"
+	"site $good"
+	"site --bogus $good x"
+	"explain 0x8222"
+	"explain --arch"
+	"explain --arch mips 0x1"
+	"explain --arch arm64"
+)
+for args in "${usage_cases[@]}"; do
+	# shellcheck disable=SC2086 # split the argument list on purpose
+	problem=$(expect_error 2 "$KCFI" $args)
+	if [ -z "$problem" ]; then pass "usage error: kcfi $args -> exit 2"; else fail "kcfi $args: $problem"; fi
+done
+for args in "--help" "help" "hash --help" "scan --help" "site -h" "explain --help"; do
+	# shellcheck disable=SC2086 # split the argument list on purpose
+	if "$KCFI" $args | grep -q '^usage: kcfi'; then
+		pass "kcfi $args prints usage, exit 0"
+	else
+		fail "kcfi $args"
+	fi
+done
+
+# ---------------------------------------------------------------------------
+# 6. bench.sh runs (on the biggest image we have)
+# ---------------------------------------------------------------------------
+if out=$(KCFI="$KCFI" bash "$HERE/../bench.sh" "$objs/x86-big-exec" 2>&1) && grep -q '^ratio' <<<"$out"; then
+	pass "bench.sh on x86-big-exec: $(grep '^ratio' <<<"$out" | tr -s ' ')"
+else
+	fail "bench.sh: $out"
+fi
+
+finish
