@@ -30,7 +30,8 @@ print_usage() {
 usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
-       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] | unpack FILE | --help
+       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] | unpack FILE
+       ./run.sh kcfi hash|scan|site|explain ARGS... | --help
 
   ARCH            x86_64 (default; also x86, amd64) or arm64 (also aarch64)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
@@ -53,6 +54,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   lab             the interactive lab: exercises, hints, checks (--instructor: solutions)
   pack            one archive with the built kernels for a classroom (default: both arches)
   unpack FILE     install a pack: boot without building
+  kcfi            the host tool: type ids, preambles, check sites (builds it first)
 
 State lives in ${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
 USAGE
@@ -104,6 +106,10 @@ main() {
 	test)
 		shift
 		exec "$KCFI_LAB_ROOT/tests/run.sh" "$@"
+		;;
+	kcfi)
+		shift
+		exec "$(kcfi_tool)" "$@"
 		;;
 	setup | prepare | build | status | clean | bundle | lab | pack | unpack)
 		sub=$1

@@ -54,3 +54,16 @@ cmd_bundle() {
 	[ -d "$LAB_GIT" ] || die "no kernel repository in $KCFI_LAB_HOME; run ./run.sh build first"
 	recut_bundle
 }
+
+# kcfi_tool: the path of lab/kcfi/kcfi, built when missing or stale.
+kcfi_tool() {
+	local dir="$KCFI_LAB_ROOT/lab/kcfi" log
+	log=$(mktemp)
+	if ! make -s -C "$dir" kcfi >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		die "building the kcfi host tool failed (make -C lab/kcfi)"
+	fi
+	rm -f "$log"
+	echo "$dir/kcfi"
+}

@@ -100,8 +100,11 @@ unlock_home() {
 	exec 9>&-
 }
 
-# new_log NAME: print the path of a fresh log file for a step.
+# new_log NAME: print the path of a fresh log file for a step; the 100
+# newest logs are kept.
 new_log() {
 	mkdir -p "$LAB_LOGS"
+	find "$LAB_LOGS" -maxdepth 1 -name '*.log' -printf '%T@ %p\n' | sort -rn |
+		tail -n +100 | cut -d' ' -f2- | xargs -r rm -f
 	echo "$LAB_LOGS/$1-$(date +%Y%m%d-%H%M%S).log"
 }

@@ -1,17 +1,6 @@
 #!/usr/bin/env bash
 # Setup and build, once per arch; later files reuse the kernels.
 
-test_setup_installs_what_is_missing() {
-	lab setup
-	# Idempotent: a second run finds nothing to install.
-	expect_exit 0 lab setup
-	[[ "$OUT" != *installing* ]] || fail "second setup installed again: $OUT"
-	[ -x "$(busybox_binary arm64)" ] || fail "no arm64 busybox"
-	file -L "$(busybox_binary arm64)" | grep -q 'ARM aarch64' || fail "arm64 busybox is not an arm64 binary"
-	# The host's dpkg configuration is unchanged: no foreign arch added.
-	! dpkg --print-foreign-architectures | grep -qx arm64 || fail "arm64 was added to the host's dpkg"
-}
-
 test_build_both_arches() {
 	lab build x86_64 arm64
 	local arch

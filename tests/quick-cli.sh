@@ -61,9 +61,14 @@ test_missing_tool_gives_install_hint() {
 test_gdb_port_taken_is_refused_early() {
 	local port
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(20)" &
-	local pid=$!
-	sleep 0.5
+	python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(30)" &
+	local pid=$! _
+	for _ in $(seq 1 100); do
+		ss -Htln "sport = :$port" | grep -q . && break
+		sleep 0.1
+	done
+	# Were the check to miss, the lab must not start a kernel import here.
+	export KCFI_LAB_TARBALL=/nonexistent
 	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h3" "$KCFI_LAB_ROOT/run.sh" --gdb --gdb-port "$port" --run true
 	kill "$pid"
 	assert_eq "$OUT" "kcfi-lab: error: gdb port $port on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"

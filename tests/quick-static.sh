@@ -13,6 +13,7 @@ shell_files() {
 }
 
 test_shellcheck_clean() {
+	have shellcheck || skip "shellcheck is not installed (./run.sh setup)"
 	local -a files
 	mapfile -t files < <(shell_files)
 	[ "${#files[@]}" -gt 10 ] || fail "found only ${#files[@]} shell files"

@@ -44,8 +44,12 @@ for tool in insmod modprobe rmmod kexec; do
 done
 export PATH="$SHIMS:$PATH"
 
+# The full suite installs what is missing first, then runs the quick
+# tests, then the ones that need kernels.
 files=("$KCFI_LAB_ROOT"/tests/quick-*.sh)
-[ -n "$QUICK" ] || files+=("$KCFI_LAB_ROOT"/tests/full-*.sh)
+if [ -z "$QUICK" ]; then
+	files=("$KCFI_LAB_ROOT"/tests/full-0-*.sh "${files[@]}" "$KCFI_LAB_ROOT"/tests/full-[1-9]-*.sh)
+fi
 for f in "${files[@]}"; do
 	# shellcheck source=/dev/null
 	. "$f"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Setup first: the rest of the suite (shellcheck, clang, QEMU) needs it.
+
+test_setup_installs_what_is_missing() {
+	lab setup
+	# Idempotent: a second run finds nothing to install.
+	expect_exit 0 lab setup
+	[[ "$OUT" != *installing* ]] || fail "second setup installed again: $OUT"
+	[ -x "$(busybox_binary arm64)" ] || fail "no arm64 busybox"
+	file -L "$(busybox_binary arm64)" | grep -q 'ARM aarch64' || fail "arm64 busybox is not an arm64 binary"
+	# The host's dpkg configuration is unchanged: no foreign arch added.
+	! dpkg --print-foreign-architectures | grep -qx arm64 || fail "arm64 was added to the host's dpkg"
+}
