@@ -74,3 +74,16 @@ test_gdb_port_taken_is_refused_early() {
 	assert_eq "$OUT" "kcfi-lab: error: gdb port $port on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"
 	[ ! -e "$TEST_TMP/h3" ] || fail "the refused run created state"
 }
+
+test_kcfi_subcommand_agrees_with_clang() {
+	have clang-16 || skip "clang-16 is not installed (./run.sh setup)"
+	printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/f.c"
+	clang-16 -O2 -fsanitize=kcfi -c -o "$TEST_TMP/f.o" "$TEST_TMP/f.c"
+	local want got
+	want=$(llvm-objdump-16 -d --disassemble-symbols=__cfi_f "$TEST_TMP/f.o" |
+		sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p')
+	[ -n "$want" ] || fail "no preamble in clang's output"
+	got=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
+	assert_eq "$got" "0x$want" "kcfi hash vs clang-16"
+	expect_exit 2 lab kcfi frobnicate
+}
