@@ -111,7 +111,12 @@ main() {
 		shift
 		exec "$(kcfi_tool)" "$@"
 		;;
-	setup | prepare | build | status | clean | bundle | lab | pack | unpack)
+	lab)
+		shift
+		cmd_lab "$@"
+		return
+		;;
+	setup | prepare | build | status | clean | bundle | pack | unpack)
 		sub=$1
 		shift
 		;;
@@ -140,7 +145,7 @@ main() {
 			esac
 			shift
 			;;
-		--quick | --all | --instructor) args+=("$1") ;;
+		--quick | --all) args+=("$1") ;;
 		-o)
 			[ $# -ge 2 ] || usage_error "-o needs a file name"
 			OPT_OUTPUT=$2
@@ -178,7 +183,6 @@ main() {
 	status) cmd_status ;;
 	clean) cmd_clean "${args[@]}" ;;
 	bundle) cmd_bundle ;;
-	lab) cmd_lab "${args[@]}" ;;
 	pack)
 		[ "${#args[@]}" -gt 0 ] || args=(x86_64 arm64)
 		cmd_pack "${OPT_OUTPUT:-$PWD/kcfi-lab-pack.tar.gz}" "${args[@]}"

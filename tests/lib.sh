@@ -51,7 +51,9 @@ vmlinux_of() {
 
 # symbol_addr ARCH SYMBOL: the symbol's address, hex without 0x.
 symbol_addr() {
-	llvm-nm-16 "$(vmlinux_of "$1")" | awk -v s="$2" '$3 == s { print $1; exit }'
+	# No early exit: awk must read all of llvm-nm's output, or llvm-nm dies
+	# of SIGPIPE and pipefail fails the call.
+	llvm-nm-16 "$(vmlinux_of "$1")" | awk -v s="$2" '$3 == s && !found { print $1; found = 1 }'
 }
 
 # word_before ARCH ADDR-HEX: the 32-bit word at ADDR-4 as llvm-objdump -d

@@ -1,0 +1,343 @@
+#!/usr/bin/env bash
+# Shared code for the exercises' check and solution scripts, and for
+# lab/exercises.sh. Sourced, never executed.
+#
+# Every expected answer is derived here from the learner's own build: the
+# vmlinux (llvm-objdump-16, llvm-nm-16, llvm-readelf-16), the kernel
+# worktree, clang-16 itself, or the console of a booted guest. Nothing a
+# learner is asked to find is written down in the repository.
+# shellcheck disable=SC2034 # EX_ARCH and EX_ARGS are for the sourcing scripts
+
+EX_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
+# tests/lib.sh brings lab/common.sh (paths) and the facts-from-the-build
+# helpers: vmlinux_of, symbol_addr, word_before, preamble_type,
+# site_expected_type.
+# shellcheck source=tests/lib.sh
+. "$KCFI_LAB_ROOT/tests/lib.sh"
+
+LLVM_OBJDUMP=llvm-objdump-16
+LLVM_NM=llvm-nm-16
+LLVM_READELF=llvm-readelf-16
+EX_CACHE=${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}
+
+# --- Verdicts ---------------------------------------------------------------
+
+correct() {
+	printf 'correct: %s\n' "$*"
+	exit 0
+}
+
+not_yet() {
+	printf 'not yet: %s\n' "$*"
+	exit 1
+}
+
+# ex_usage MSG: bad usage of check or solution; exit 2.
+ex_usage() {
+	printf '%s: %s\n' "$EX_NAME" "$*" >&2
+	printf 'usage: %s\n' "$EX_USAGE" >&2
+	exit 2
+}
+
+# cannot_check MSG: something the checker needs is missing; exit 2.
+cannot_check() {
+	printf 'cannot check: %s\n' "$*" >&2
+	exit 2
+}
+
+# --- Command line -----------------------------------------------------------
+
+# ex_init NAME USAGE ARCHES: the calling script's name, its usage line
+# (after "./check [--arch ARCH]") and the arches it applies to.
+ex_init() {
+	EX_NAME=$1
+	EX_USAGE="./check [--arch ARCH] $2"
+	EX_ARCHES=$3
+}
+
+# ex_parse_args ARGS...: --arch ARCH (default x86_64, or the only arch
+# the exercise applies to); the rest goes to EX_ARGS.
+ex_parse_args() {
+	EX_ARCH=""
+	EX_ARGS=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--arch)
+			[ $# -ge 2 ] || ex_usage "--arch needs a value"
+			EX_ARCH=$(normalize_arch "$2") || ex_usage "unknown arch: $2 (x86_64 or arm64)"
+			shift
+			;;
+		--arch=*)
+			EX_ARCH=$(normalize_arch "${1#--arch=}") || ex_usage "unknown arch: ${1#--arch=}"
+			;;
+		-h | --help)
+			printf 'usage: %s\n' "$EX_USAGE"
+			exit 0
+			;;
+		--)
+			shift
+			EX_ARGS+=("$@")
+			break
+			;;
+		*) EX_ARGS+=("$1") ;;
+		esac
+		shift
+	done
+	if [ -z "$EX_ARCH" ]; then
+		case " $EX_ARCHES " in
+		*" x86_64 "*) EX_ARCH=x86_64 ;;
+		*) EX_ARCH=${EX_ARCHES%% *} ;;
+		esac
+	fi
+	case " $EX_ARCHES " in
+	*" $EX_ARCH "*) ;;
+	*) ex_usage "this exercise is for ${EX_ARCHES// / and } only, not $EX_ARCH" ;;
+	esac
+}
+
+# ex_need_args N: at least N answers, else usage (exit 2).
+ex_need_args() {
+	[ "${#EX_ARGS[@]}" -ge "$1" ] || ex_usage "expected $1 answer(s), got ${#EX_ARGS[@]}"
+}
+
+# ex_need_vmlinux ARCH: the built kernel, or exit 2 with the command to build it.
+ex_need_vmlinux() {
+	[ -f "$(vmlinux_of "$1")" ] || cannot_check "no $1 kernel in $(build_dir "$1"); build it first: ./run.sh build $1"
+}
+
+# --- Answers ----------------------------------------------------------------
+
+# norm_hex VALUE: 8 lowercase hex digits for 0x7E0C52A5, 7e0c52a5 or a
+# decimal number; fails for anything else.
+norm_hex() {
+	local v=${1,,}
+	case "$v" in
+	0x*) v=${v#0x} ;;
+	*[!0-9]*) ;;
+	'') return 1 ;;
+	*) v=$(printf '%x' "$v") ;;
+	esac
+	[[ "$v" =~ ^[0-9a-f]{1,8}$ ]] || return 1
+	printf '%08x\n' "$((0x$v))"
+}
+
+# norm_int VALUE: a decimal or 0x number, printed in decimal.
+norm_int() {
+	case "$1" in
+	0x* | 0X*) [[ "$1" =~ ^0[xX][0-9a-fA-F]+$ ]] || return 1 ;;
+	*) [[ "$1" =~ ^[0-9]+$ ]] || return 1 ;;
+	esac
+	echo "$(($1))"
+}
+
+# --- Facts from the build ---------------------------------------------------
+
+# symbol_addr ARCH SYMBOL: as in tests/lib.sh, but safe under pipefail
+# (awk reads all of llvm-nm's output instead of exiting early).
+symbol_addr() {
+	"$LLVM_NM" "$(vmlinux_of "$1")" | awk -v s="$2" '!done && $3 == s { print $1; done = 1 }'
+}
+
+# word_at FILE ADDR-HEX: the little-endian 32-bit word at ADDR in an ELF
+# file, read through its section headers (llvm-objdump-16 -s ignores
+# --start-address, so it cannot be asked for 4 bytes).
+word_at() {
+	local file=$1 addr=$((0x$2)) name type start off size
+	while read -r name type start off size; do
+		case "$type" in NULL | NOBITS) continue ;; esac
+		if [ "$addr" -ge $((0x$start)) ] && [ $((addr + 4)) -le $((0x$start + 0x$size)) ]; then
+			od -An -tx4 -j $((0x$off + addr - 0x$start)) -N4 "$file" | tr -d ' \n'
+			echo
+			return 0
+		fi
+	done < <("$LLVM_READELF" -S --wide "$file" | sed -nE 's/^ *\[ *[0-9]+\] +//p' |
+		awk '$2 ~ /^[A-Z_]+$/ && $3 ~ /^[0-9a-f]+$/ { print $1, $2, $3, $4, $5 }')
+	return 1
+}
+
+# word_before ARCH ADDR-HEX: the 32-bit word in front of ADDR, read from
+# the file rather than parsed from a disassembly. It replaces
+# tests/lib.sh's version for the exercises; preamble_type uses it on arm64.
+word_before() {
+	word_at "$(vmlinux_of "$1")" "$(printf '%x' $((0x$2 - 4)))"
+}
+
+# disasm ARCH FUNC: llvm-objdump's disassembly of one function.
+disasm() {
+	"$LLVM_OBJDUMP" -d --no-show-raw-insn --disassemble-symbols="$2" "$(vmlinux_of "$1")" 2>/dev/null
+}
+
+# disasm_raw ARCH FUNC: the same, with the instruction bytes.
+disasm_raw() {
+	"$LLVM_OBJDUMP" -d --disassemble-symbols="$2" "$(vmlinux_of "$1")" 2>/dev/null
+}
+
+# trap_offset ARCH FUNC: the offset of the first ud2 (x86_64) or kCFI brk
+# (arm64) in FUNC, as 0x hex.
+trap_offset() {
+	local arch=$1 func=$2 base pc
+	base=$(symbol_addr "$arch" "$func")
+	[ -n "$base" ] || return 1
+	if [ "$arch" = x86_64 ]; then
+		pc=$(disasm "$arch" "$func" | awk '!done && $2 == "ud2" { sub(":", "", $1); print $1; done = 1 }')
+	else
+		pc=$(disasm "$arch" "$func" | awk '!done && $2 == "brk" && $3 ~ /^#0x8/ { sub(":", "", $1); print $1; done = 1 }')
+	fi
+	[ -n "$pc" ] || return 1
+	printf '0x%x\n' $((0x$pc - 0x$base))
+}
+
+# symbol_size ARCH SYMBOL: the symbol's size from llvm-nm -S, as 0x hex.
+symbol_size() {
+	local size
+	size=$("$LLVM_NM" -S "$(vmlinux_of "$1")" | awk -v s="$2" '!done && $4 == s { print $2; done = 1 }')
+	[ -n "$size" ] || return 1
+	printf '0x%x\n' "$((0x$size))"
+}
+
+# typeid_symbol ARCH NAME: the value of __kcfi_typeid_NAME, 8 hex digits.
+typeid_symbol() {
+	local v
+	v=$("$LLVM_NM" "$(vmlinux_of "$1")" | awk -v s="__kcfi_typeid_$2" '!done && $3 == s { print $1; done = 1 }')
+	[ -n "$v" ] || return 1
+	printf '%08x\n' "$((0x$v))"
+}
+
+# clang_target ARCH: the --target for clang-16.
+clang_target() {
+	case "$1" in
+	x86_64) echo x86_64-linux-gnu ;;
+	arm64) echo aarch64-linux-gnu ;;
+	esac
+}
+
+# clang_typeid ARCH PROTOTYPE: the type id clang-16 -fsanitize=kcfi gives
+# a function of type PROTOTYPE, e.g. 'void (int *)': a tiny C file takes
+# the address of such a function, and clang emits __kcfi_typeid_f.
+clang_typeid() {
+	local arch=$1 proto=$2 tmp decl v
+	tmp=$(mktemp -d)
+	# 'void (int *)' -> 'void f(int *)'
+	decl=$(printf '%s\n' "$proto" | sed -E 's/^([^(]*[^ (])[ ]*\(/\1 f(/')
+	printf 'struct file;\nextern %s;\nvoid *p = (void *)f;\n' "$decl" >"$tmp/t.c"
+	if ! clang-16 --target="$(clang_target "$arch")" -fsanitize=kcfi -c -o "$tmp/t.o" "$tmp/t.c" 2>"$tmp/err"; then
+		cat "$tmp/err" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	v=$("$LLVM_NM" "$tmp/t.o" | awk '$3 == "__kcfi_typeid_f" { print $1 }')
+	rm -rf "$tmp"
+	[ -n "$v" ] || return 1
+	printf '%08x\n' "$((0x$v))"
+}
+
+# clang_mangle PROTOTYPE: the mangled type name kCFI hashes, from clang's
+# own C++ mangling: g<void (int *)> mangles to _Z1gIFvPiEEvv, and
+# "_ZTS" + the template argument, FvPiE, is the name.
+clang_mangle() {
+	local tmp sym
+	tmp=$(mktemp -d)
+	printf 'struct file;\ntemplate <class T> void g() {}\ntemplate void g<%s>();\n' "$1" >"$tmp/m.cc"
+	if ! clang-16 -x c++ -c -o "$tmp/m.o" "$tmp/m.cc" 2>"$tmp/err"; then
+		cat "$tmp/err" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	sym=$("$LLVM_NM" "$tmp/m.o" | awk '$3 ~ /^_Z1gI/ { print $3 }')
+	rm -rf "$tmp"
+	sym=${sym#_Z1gI}
+	[ -n "$sym" ] || return 1
+	echo "_ZTS${sym%Evv}"
+}
+
+# hash_mangled NAME: the low 32 bits of xxHash64(NAME), 8 hex digits.
+hash_mangled() {
+	python3 "$EX_DIR/lib/xxh64.py" "$1" | awk '{ print substr($1, 3) }'
+}
+
+# kcfi_tool: the lab's host tool when it builds, else nothing.
+kcfi_tool() {
+	local dir="$KCFI_LAB_ROOT/lab/kcfi"
+	[ -f "$dir/Makefile" ] || return 1
+	make -s -C "$dir" kcfi >/dev/null 2>&1 || return 1
+	[ -x "$dir/kcfi" ] && echo "$dir/kcfi"
+}
+
+# enclosing_function FILE LINE: the C function whose body holds LINE (the
+# last line before it that starts a definition at column 0).
+enclosing_function() {
+	head -n "$2" "$1" | grep -E '^[a-z].*[a-z_0-9]+\(' | tail -n 1 | sed -E 's/\(.*//; s/.*[ *]//'
+}
+
+# source_of_string DIR STRING: "FILE:LINE" of the first C string literal
+# "STRING" under DIR.
+source_of_string() {
+	grep -rnHF --include='*.c' "\"$2\"" "$1" | head -n 1 | cut -d: -f1,2
+}
+
+# --- Booted guests ----------------------------------------------------------
+
+# guest_log ARCH MODE CMDS [FILE...]: the console of a scripted boot that
+# ran CMDS, cached per kernel build, mode, commands and files. The cache
+# lives in KCFI_LAB_EX_CACHE (default $KCFI_LAB_HOME/exercises).
+guest_log() {
+	local arch=$1 mode=$2 cmds=$3 key log f
+	shift 3
+	local -a args=("$arch" "--$mode" --timeout 600)
+	key=$({
+		echo "$arch $mode $cmds"
+		stat -c %Y "$(kernel_image "$arch")" "$(initramfs_image "$arch")" 2>/dev/null
+		for f in "$@"; do sha256sum <"$f"; done
+	} | sha256sum | cut -c1-16)
+	log="$EX_CACHE/consoles/$arch-$mode-$key.log"
+	if [ ! -s "$log" ]; then
+		mkdir -p "$EX_CACHE/consoles"
+		for f in "$@"; do args+=(--file "$f"); done
+		printf 'booting the %s guest (%s) to run: %s\n' "$arch" "$mode" "$cmds" >&2
+		local tries=0
+		# Another run.sh may hold the lab's lock for a while (a build, a
+		# boot being prepared): wait for it, up to 10 minutes.
+		until "$KCFI_LAB_ROOT/run.sh" "${args[@]}" --run "$cmds" >"$log.tmp" 2>"$log.err"; do
+			tries=$((tries + 1))
+			if ! grep -q 'another run.sh is working' "$log.err" || [ "$tries" -ge 120 ]; then
+				cannot_check "the $arch guest boot failed: $(tail -n 3 "$log.err")"
+			fi
+			[ "$tries" != 1 ] || printf 'waiting for another run.sh to finish ...\n' >&2
+			sleep 5
+		done
+		mv "$log.tmp" "$log"
+	fi
+	echo "$log"
+}
+
+# The boot the strict and permissive exercises share.
+EX_LKDTM_RUN='lkdtm CFI_FORWARD_PROTO; echo ALIVE'
+
+# --- Modules ----------------------------------------------------------------
+
+# build_module ARCH SRC-DIR: build the out-of-tree module in SRC-DIR
+# against the lab kernel, in a copy under $EX_CACHE/modules (never in the
+# repository). Prints the .ko path. Rebuilds only when the sources change.
+build_module() {
+	local arch=$1 src=$2 name out stamp ko
+	name=$(basename "$(dirname "$src")")
+	out="$EX_CACHE/modules/$arch/$name"
+	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
+		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch"
+	stamp=$({ cat "$src"/*; stat -c %Y "$(vmlinux_of "$arch")"; } | sha256sum | cut -c1-16)
+	ko=$(find "$out" -maxdepth 1 -name '*.ko' 2>/dev/null | head -n 1)
+	if [ -z "$ko" ] || [ "$(cat "$out/.stamp" 2>/dev/null)" != "$stamp" ]; then
+		rm -rf "$out"
+		mkdir -p "$out"
+		cp "$src"/* "$out/"
+		printf 'building %s for %s in %s\n' "$name" "$arch" "$out" >&2
+		make -s -C "$LAB_WORKTREE" O="$(build_dir "$arch")" ARCH="$(kbuild_arch "$arch")" \
+			LLVM="$KCFI_LAB_LLVM" M="$out" modules >"$out/build.log" 2>&1 ||
+			cannot_check "module build failed, see $out/build.log: $(tail -n 3 "$out/build.log")"
+		echo "$stamp" >"$out/.stamp"
+		ko=$(find "$out" -maxdepth 1 -name '*.ko' | head -n 1)
+	fi
+	[ -n "$ko" ] || cannot_check "no .ko in $out"
+	echo "$ko"
+}

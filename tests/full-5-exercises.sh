@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The exercises against the built kernels: every solution passes its
+# checker, a near miss fails it, the answers are nowhere in the exercise
+# texts, the modules load in a guest, and the instructor run passes.
+# Guest consoles, module builds and vmlinux statistics are cached in
+# $TEST_TMP/exercises and shared by all tests here.
+
+# ex_env: the exercises' cache in this run's TEST_TMP.
+ex_env() {
+	export KCFI_LAB_EX_CACHE="$TEST_TMP/exercises"
+	mkdir -p "$KCFI_LAB_EX_CACHE"
+}
+
+ex_dir() {
+	echo "$KCFI_LAB_ROOT/exercises/$1"
+}
+
+ex_arches() {
+	sed -n 's/^arches: //p' "$(ex_dir "$1")/lab.conf"
+}
+
+# mutate WORD: a near miss of an answer word.
+mutate() {
+	local w=$1
+	if [[ "$w" =~ ^0x[0-9a-f]+$ ]]; then
+		printf '0x%x\n' $((w ^ 1))
+	elif [[ "$w" =~ ^[0-9]+$ ]]; then
+		echo $((w + 1))
+	elif [[ "$w" =~ ^(.*\+0x)([0-9a-f]+)(.*)$ ]]; then
+		printf '%s%x%s\n' "${BASH_REMATCH[1]}" $((0x${BASH_REMATCH[2]} + 2)) "${BASH_REMATCH[3]}"
+	elif [[ "$w" =~ ^(.*:)([0-9]+)$ ]]; then
+		echo "${BASH_REMATCH[1]}$((BASH_REMATCH[2] + 1))"
+	else
+		echo "${w}x"
+	fi
+}
+
+# exercise_round NAME: on each arch it applies to and is built for, the
+# solution passes; replacing any one answer word by a near miss fails.
+exercise_round() {
+	local name=$1 arch answer i n ran=0
+	local -a words wrong
+	ex_env
+	for arch in $(ex_arches "$name"); do
+		[ -f "$(vmlinux_of "$arch")" ] || continue
+		ran=1
+		answer=$("$(ex_dir "$name")/solution" --arch "$arch") || fail "$name: solution failed on $arch"
+		read -r -a words <<<"$answer"
+		[ "${#words[@]}" -gt 0 ] || fail "$name: empty solution on $arch"
+		expect_exit 0 "$(ex_dir "$name")/check" --arch "$arch" "${words[@]}"
+		[[ "$OUT" == "correct: "* ]] || fail "$name $arch: $OUT"
+		echo "$name $arch: $answer -> $OUT"
+		n=${#words[@]}
+		for ((i = 0; i < n; i++)); do
+			wrong=("${words[@]}")
+			wrong[i]=$(mutate "${words[i]}")
+			expect_exit 1 "$(ex_dir "$name")/check" --arch "$arch" "${wrong[@]}"
+			[[ "$OUT" == *"not yet: "* ]] || fail "$name $arch: no 'not yet' for ${wrong[*]}: $OUT"
+		done
+		# Too few answers is bad usage.
+		expect_exit 2 "$(ex_dir "$name")/check" --arch "$arch"
+	done
+	[ "$ran" = 1 ] || skip "no kernel built for $name ($(ex_arches "$name"))"
+}
+
+test_ex01_tour() { exercise_round 01-tour; }
+test_ex02_preamble() { exercise_round 02-preamble; }
+test_ex03_typeid() { exercise_round 03-typeid; }
+test_ex04_x86_check() { exercise_round 04-x86-check; }
+test_ex05_arm64_check() { exercise_round 05-arm64-check; }
+test_ex06_strict_oops() { exercise_round 06-strict-oops; }
+test_ex07_permissive() { exercise_round 07-permissive; }
+test_ex08_asm_functions() { exercise_round 08-asm-functions; }
+test_ex09_traps_modules() { exercise_round 09-traps-modules; }
+test_ex10_cost() { exercise_round 10-cost; }
+
+# findings ANSWER: the parts of an answer that are findings: ids, offsets,
+# FILE:LINE, counts of 3 digits or more, and a multi-word answer's text
+# after its first word. Names of functions alone are not: the texts must
+# name the candidates.
+findings() {
+	local w
+	for w in $1; do
+		[[ "$w" =~ ^0x[0-9a-f]{3,}$|\+0x|^[^\ ]+:[0-9]+$|^[0-9]{3,}$ ]] && echo "$w"
+	done
+	case "${1#* }" in *" "*" "*) echo "${1#* }" ;; esac
+	return 0
+}
+
+test_ex_answers_not_in_exercise_texts() {
+	# What a learner is asked to find must come from the build, never
+	# from the texts: no finding appears in README, hints or solution.md.
+	local d name arch f answer
+	ex_env
+	for d in "$KCFI_LAB_ROOT"/exercises/[0-9][0-9]-*/; do
+		name=$(basename "$d")
+		for arch in $(ex_arches "$name"); do
+			[ -f "$(vmlinux_of "$arch")" ] || continue
+			answer=$("$d/solution" --arch "$arch")
+			while IFS= read -r f; do
+				! grep -qiF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" ||
+					fail "$name ($arch): '$f' is written in $(grep -liF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" | tr '\n' ' ')"
+			done < <(findings "$answer")
+		done
+	done
+}
+
+# ex_lib FUNCTION ARGS...: one function of exercises/lib.sh.
+ex_lib() {
+	bash -c '. "$KCFI_LAB_ROOT/exercises/lib.sh"; "$@"' ex_lib "$@"
+}
+
+test_ex_modules_run_in_the_guest() {
+	# The modules of exercises 09 and 10, built against the lab kernel,
+	# loaded in one x86_64 boot.
+	[ -f "$(vmlinux_of x86_64)" ] || skip "no x86_64 kernel"
+	ex_env
+	local traps bench log cfi
+	traps=$(ex_lib build_module x86_64 "$KCFI_LAB_ROOT/exercises/09-traps-modules/module")
+	bench=$(ex_lib build_module x86_64 "$KCFI_LAB_ROOT/exercises/10-cost/module")
+	log=$(ex_lib guest_log x86_64 strict 'insmod /root/kcfi_lab_bench.ko loops=2000000; insmod /root/kcfi_lab_traps.ko warn=1; echo ALIVE' "$traps" "$bench")
+	cat "$log"
+	assert_grep 'kcfi_lab_bench: per call: checked [0-9]+\.[0-9]+ ns, unchecked [0-9]+\.[0-9]+ ns \(emulated CPU timings under TCG\)' "$log" "benchmark line"
+	cfi=$("$KCFI_LAB_ROOT/exercises/09-traps-modules/solution" | cut -d' ' -f1)
+	assert_grep "CFI failure at ${cfi//+/\\+}/0x[0-9a-f]+ \[kcfi_lab_traps\] \(target: traps_increment_long" "$log" "the module's CFI failure at the __kcfi_traps entry"
+	assert_grep 'WARNING: CPU: [0-9]+ PID: [0-9]+ at .*traps_warn\+0x[0-9a-f]+/0x[0-9a-f]+ \[kcfi_lab_traps\]' "$log" "the module's WARN"
+	assert_grep '^\[ *[0-9.]+\] invalid opcode: 0000' "$log" "strict mode oopses"
+	assert_grep '^ALIVE$' "$log"
+}
+
+# instructor ROOT LOG: cmd_lab --instructor from the repository at ROOT.
+instructor() {
+	KCFI_LAB_ROOT=$1 bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/exercises.sh"; cmd_lab --instructor' \
+		>"$2" 2>&1 </dev/null
+}
+
+test_ex_instructor_mode_passes() {
+	ex_env
+	local out="$TEST_TMP/instructor.log" rc=0 want=0 name arch
+	instructor "$KCFI_LAB_ROOT" "$out" || rc=$?
+	cat "$out"
+	assert_eq "$rc" 0 "instructor run exit status"
+	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
+		for arch in $(ex_arches "$name"); do
+			[ -f "$(vmlinux_of "$arch")" ] || continue
+			want=$((want + 1))
+			assert_grep "^PASS $name +$arch " "$out" "$name on $arch passes"
+		done
+	done
+	assert_eq "$(grep -c '^PASS ' "$out")" "$want" "PASS lines"
+	assert_no_grep '^FAIL ' "$out"
+}
+
+test_ex_instructor_mode_fails_on_a_wrong_solution() {
+	# A copy of the repository's exercises whose one solution lies.
+	ex_env
+	local copy="$TEST_TMP/broken-root" rc=0
+	mkdir -p "$copy"
+	cp -r "$KCFI_LAB_ROOT/exercises" "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/tests" "$copy/"
+	find "$copy/exercises" -mindepth 1 -maxdepth 1 -name '[0-9]*' ! -name '01-tour' -exec rm -rf {} +
+	printf '#!/usr/bin/env bash\necho "1 not the subject"\n' >"$copy/exercises/01-tour/solution"
+	instructor "$copy" "$TEST_TMP/broken.log" || rc=$?
+	cat "$TEST_TMP/broken.log"
+	[ "$rc" != 0 ] || fail "instructor mode passed a wrong solution"
+	assert_grep '^FAIL 01-tour ' "$TEST_TMP/broken.log"
+}
+
+test_ex_lab_open_and_type_in_tmux() {
+	# The lab's open/type flow as a learner would use it, inside tmux:
+	# console, gdb and the guide in one window; type fills the gdb pane.
+	have tmux || skip "tmux not installed"
+	[ -f "$(vmlinux_of x86_64)" ] || skip "no x86_64 kernel"
+	local sock="kcfi-lab-ex-$$" open_file
+	open_file="$KCFI_LAB_HOME/progress/$(id -un)/.open"
+	[ ! -e "$open_file" ] || skip "a lab window is open for this user ($open_file)"
+	# shellcheck disable=SC2064 # the socket name is fixed now
+	trap "tmux -L '$sock' kill-server 2>/dev/null || true; rm -f '$open_file'" EXIT
+	tmux -L "$sock" new-session -d -s learner -x 200 -y 50 \
+		"cd '$KCFI_LAB_ROOT' && bash -c '. lab/common.sh; . lab/exercises.sh; cmd_lab open 4 && cmd_lab type 4'; sleep 600"
+	local _ win console gdb name
+	for _ in $(seq 1 300); do
+		[ -s "$open_file" ] && break
+		sleep 0.5
+	done
+	[ -s "$open_file" ] || fail "open 4 recorded no window"
+	read -r win name console gdb <"$open_file"
+	assert_eq "$name" 04-x86-check "the open exercise"
+	assert_eq "$(tmux -L "$sock" list-panes -t "$win" | wc -l)" 3 "console, gdb and guide panes"
+	for _ in $(seq 1 100); do
+		tmux -L "$sock" capture-pane -p -J -t "$gdb" | grep -q 'hbreak lkdtm_indirect_call' && break
+		sleep 0.2
+	done
+	tmux -L "$sock" capture-pane -p -J -t "$gdb" | grep -q 'hbreak lkdtm_indirect_call' ||
+		fail "type 4 did not reach the gdb pane"
+	tmux -L "$sock" capture-pane -p -J -S -100 -t learner:0 | grep -q 'typed into the gdb pane' ||
+		fail "no confirmation from type"
+	local guide
+	guide=$(tmux -L "$sock" list-panes -t "$win" -F '#{pane_id}' | grep -vxF -e "$console" -e "$gdb")
+	tmux -L "$sock" capture-pane -p -J -t "$guide" | grep -q 'The x86_64 check' ||
+		fail "the guide pane does not show the README"
+	tmux -L "$sock" kill-server
+	sleep 1
+	! pgrep -f "$KCFI_LAB_HOME/run/kcfi-lab-x86_64-" >/dev/null || fail "QEMU or gdb left running"
+}

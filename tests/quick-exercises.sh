@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The exercises without a kernel: every exercise is complete, its checker
+# refuses bad usage, its README says how long it takes and what it needs;
+# the lab menu works without a terminal and keeps progress per user.
+
+EXERCISES_WANTED="01-tour 02-preamble 03-typeid 04-x86-check 05-arm64-check 06-strict-oops 07-permissive 08-asm-functions 09-traps-modules 10-cost"
+
+exercise_dirs() {
+	local d
+	for d in "$KCFI_LAB_ROOT"/exercises/[0-9][0-9]-*/; do
+		echo "${d%/}"
+	done
+}
+
+test_exercises_present_in_order() {
+	local got
+	got=$(exercise_dirs | xargs -n1 basename | tr '\n' ' ')
+	assert_eq "${got% }" "$EXERCISES_WANTED" "exercise directories"
+}
+
+test_exercise_files_complete() {
+	local d f
+	while read -r d; do
+		for f in README.md check hints.md solution.md solution lab.conf; do
+			[ -s "$d/$f" ] || fail "$d/$f missing or empty"
+		done
+		[ -x "$d/check" ] || fail "$d/check is not executable"
+		[ -x "$d/solution" ] || fail "$d/solution is not executable"
+		for f in title arches time pane type; do
+			grep -q "^$f: ." "$d/lab.conf" || fail "$d/lab.conf has no '$f:'"
+		done
+	done < <(exercise_dirs)
+}
+
+test_exercise_check_without_answers_exits_2() {
+	local d
+	while read -r d; do
+		expect_exit 2 "$d/check"
+		[[ "$OUT" == *"usage: ./check"* ]] || fail "$d/check: no usage line: $OUT"
+		expect_exit 2 "$d/check" --arch sparc 1
+	done < <(exercise_dirs)
+}
+
+test_exercise_readme_states_time_and_needs() {
+	local d t
+	while read -r d; do
+		assert_grep '^\*\*Goal:\*\* ' "$d/README.md" "$d: a goal"
+		assert_grep '^\*\*Needs:\*\* ' "$d/README.md" "$d: what it needs"
+		t=$(sed -nE 's/^\*\*Time:\*\* ([0-9]+) min\.$/\1/p' "$d/README.md")
+		[ -n "$t" ] || fail "$d/README.md: no '**Time:** N min.' line"
+		if [ "$t" -lt 10 ] || [ "$t" -gt 25 ]; then
+			fail "$d: $t min is outside 10-25"
+		fi
+		assert_eq "$(sed -n 's/^time: //p' "$d/lab.conf")" "$t" "$d: lab.conf time"
+		assert_grep '/check' "$d/README.md" "$d: the README says how to check"
+	done < <(exercise_dirs)
+}
+
+test_exercise_hash_fallback_matches_clang() {
+	have clang-16 || skip "clang-16 not installed"
+	local proto got want
+	for proto in 'void (int *)' 'long (struct file *, unsigned int, unsigned long)' 'int (const char *, ...)'; do
+		# The Python xxHash64 of clang's own mangling, against clang's id.
+		got=$(ex_lib hash_mangled "$(ex_lib clang_mangle "$proto")")
+		want=$(ex_lib clang_typeid x86_64 "$proto")
+		assert_eq "$got" "$want" "hash of $proto"
+	done
+}
+
+# ex_lib FUNCTION ARGS...: one function of exercises/lib.sh.
+ex_lib() {
+	bash -c '. "$KCFI_LAB_ROOT/exercises/lib.sh"; "$@"' ex_lib "$@"
+}
+
+# lab_cmd ARGS...: cmd_lab with a private KCFI_LAB_HOME, no terminal.
+lab_cmd() {
+	KCFI_LAB_HOME="$TEST_TMP/lab-home" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; shift; cmd_lab "$@"' \
+		cmd_lab "$KCFI_LAB_ROOT" "$@" </dev/null
+}
+
+test_lab_menu_without_terminal() {
+	expect_exit 0 lab_cmd
+	[[ "$OUT" == *"run './run.sh lab' in a terminal"* ]] || fail "no instructions: $OUT"
+	[[ "$OUT" == *"[ ] 01  "* ]] || fail "no exercise list: $OUT"
+	expect_exit 0 lab_cmd arm64 list
+	[[ "$OUT" == *"0 of 10 done"* ]] || fail "unexpected list: $OUT"
+	expect_exit 1 lab_cmd show 99
+	expect_exit 2 lab_cmd frobnicate
+	expect_exit 0 lab_cmd hint 3
+	[[ "$OUT" == *"Hints for 03"* ]] || fail "hint 3: $OUT"
+	expect_exit 0 lab_cmd type 6
+	[[ "$OUT" == *"lkdtm CFI_FORWARD_PROTO"* ]] || fail "type 6 without tmux: $OUT"
+	expect_exit 0 lab_cmd open 4
+	[[ "$OUT" == *"./run.sh x86_64 --gdb"* ]] || fail "open without a terminal: $OUT"
+}
+
+test_lab_progress_is_kept_per_user() {
+	have clang-16 || skip "clang-16 not installed"
+	local answer
+	# Exercise 03 needs clang only, no kernel.
+	answer=$(KCFI_LAB_HOME="$TEST_TMP/lab-home" "$KCFI_LAB_ROOT/exercises/03-typeid/solution")
+	# shellcheck disable=SC2086 # the answer is two words
+	expect_exit 1 lab_cmd check 3 _ZTSFvPiE ${answer#* }
+	expect_exit 0 lab_cmd list
+	[[ "$OUT" == *"[ ] 03"* ]] || fail "a wrong answer marked 03 done"
+	# shellcheck disable=SC2086
+	expect_exit 0 lab_cmd check 3 $answer
+	[ -f "$TEST_TMP/lab-home/progress/$(id -un)/03-typeid" ] || fail "no progress mark for 03"
+	expect_exit 0 lab_cmd list
+	[[ "$OUT" == *"[x] 03"* ]] || fail "03 not marked: $OUT"
+	[[ "$OUT" == *"1 of 10 done"* ]] || fail "count: $OUT"
+	expect_exit 0 lab_cmd reset 3
+	expect_exit 0 lab_cmd list
+	[[ "$OUT" == *"[ ] 03"* ]] || fail "reset 3 kept the mark"
+}
