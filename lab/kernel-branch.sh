@@ -122,7 +122,13 @@ replay_commits() {
 # checkout_worktree COMMIT: point branch kcfi-lab and the worktree at COMMIT.
 checkout_worktree() {
 	local new=$1
-	if [ -d "$LAB_WORKTREE/.git" ] || [ -f "$LAB_WORKTREE/.git" ]; then
+	# A worktree without a recorded state never finished its first
+	# checkout (Ctrl-C): start it again.
+	if [ -e "$LAB_WORKTREE" ] && [ ! -f "$LAB_STATE/branch" ]; then
+		lgit worktree remove --force "$LAB_WORKTREE" 2>/dev/null || rm -rf "$LAB_WORKTREE"
+		lgit worktree prune
+	fi
+	if [ -e "$LAB_WORKTREE/.git" ]; then
 		lgit branch -f "$LAB_BRANCH-previous" "$LAB_BRANCH" 2>/dev/null || true
 		git -C "$LAB_WORKTREE" checkout -q -B "$LAB_BRANCH" "$new" ||
 			die "the worktree $LAB_WORKTREE has local changes that conflict with the new kernel branch; commit or stash them there"
