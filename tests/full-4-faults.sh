@@ -76,9 +76,10 @@ test_replay_onto_a_later_import() {
 	return 0
 }
 
-# start_build: a build that has work to do (a no-op make, at least).
+# start_build [FILE]: a build that has work to do: a no-op make at least,
+# a compile and a relink when FILE (in the worktree) is touched.
 start_build() {
-	touch "$LAB_WORKTREE/drivers/misc/lkdtm/cfi.c"
+	[ -z "${1:-}" ] || touch "$LAB_WORKTREE/$1"
 	rm -f "$(build_dir x86_64)/.kcfi-lab-built"
 	# Job control gives the build its own process group, as a terminal
 	# would, and keeps SIGINT deliverable (without it, background jobs
@@ -100,7 +101,7 @@ test_second_run_is_refused_by_the_lock() {
 }
 
 test_interrupted_build_recovers() {
-	start_build
+	start_build drivers/misc/lkdtm/cfi.c
 	local _
 	for _ in $(seq 1 100); do
 		grep -q 'building x86_64' "$TEST_TMP/build1.log" && break
@@ -120,9 +121,9 @@ test_interrupted_build_recovers() {
 
 test_hung_guest_times_out_with_last_lines() {
 	local start=$SECONDS
-	expect_exit 1 lab x86_64 --timeout 20 --append 'rdinit=/bin/busybox -- sleep 1000' --run true
+	expect_exit 1 lab x86_64 --timeout 8 --append 'rdinit=/bin/busybox -- sleep 1000' --run true
 	[ $((SECONDS - start)) -lt 120 ] || fail "the timeout took $((SECONDS - start))s"
-	[[ "$OUT" == *"x86_64 guest did not power off within 20s (last console lines above); if it was still booting, raise --timeout"* ]] ||
+	[[ "$OUT" == *"x86_64 guest did not power off within 8s (last console lines above); if it was still booting, raise --timeout"* ]] ||
 		fail "unexpected: $OUT"
 	[[ "$OUT" == *"  | "* ]] || fail "no console lines shown"
 	! pgrep -f 'rdinit=/bin/busybox -- sleep 1000' >/dev/null || fail "QEMU left running"
