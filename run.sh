@@ -185,7 +185,7 @@ main() {
 	bundle) cmd_bundle ;;
 	pack)
 		[ "${#args[@]}" -gt 0 ] || args=(x86_64 arm64)
-		cmd_pack "${OPT_OUTPUT:-$PWD/kcfi-lab-pack.tar.gz}" "${args[@]}"
+		cmd_pack "${OPT_OUTPUT:-$KCFI_LAB_HOME/kcfi-lab-pack.tar.gz}" "${args[@]}"
 		;;
 	unpack)
 		[ -n "${OPT_PACK:-}" ] || usage_error "unpack needs a pack file"

@@ -133,36 +133,6 @@ norm_int() {
 
 # --- Facts from the build ---------------------------------------------------
 
-# symbol_addr ARCH SYMBOL: as in tests/lib.sh, but safe under pipefail
-# (awk reads all of llvm-nm's output instead of exiting early).
-symbol_addr() {
-	"$LLVM_NM" "$(vmlinux_of "$1")" | awk -v s="$2" '!done && $3 == s { print $1; done = 1 }'
-}
-
-# word_at FILE ADDR-HEX: the little-endian 32-bit word at ADDR in an ELF
-# file, read through its section headers (llvm-objdump-16 -s ignores
-# --start-address, so it cannot be asked for 4 bytes).
-word_at() {
-	local file=$1 addr=$((0x$2)) name type start off size
-	while read -r name type start off size; do
-		case "$type" in NULL | NOBITS) continue ;; esac
-		if [ "$addr" -ge $((0x$start)) ] && [ $((addr + 4)) -le $((0x$start + 0x$size)) ]; then
-			od -An -tx4 -j $((0x$off + addr - 0x$start)) -N4 "$file" | tr -d ' \n'
-			echo
-			return 0
-		fi
-	done < <("$LLVM_READELF" -S --wide "$file" | sed -nE 's/^ *\[ *[0-9]+\] +//p' |
-		awk '$2 ~ /^[A-Z_]+$/ && $3 ~ /^[0-9a-f]+$/ { print $1, $2, $3, $4, $5 }')
-	return 1
-}
-
-# word_before ARCH ADDR-HEX: the 32-bit word in front of ADDR, read from
-# the file rather than parsed from a disassembly. It replaces
-# tests/lib.sh's version for the exercises; preamble_type uses it on arm64.
-word_before() {
-	word_at "$(vmlinux_of "$1")" "$(printf '%x' $((0x$2 - 4)))"
-}
-
 # disasm ARCH FUNC: llvm-objdump's disassembly of one function.
 disasm() {
 	"$LLVM_OBJDUMP" -d --no-show-raw-insn --disassemble-symbols="$2" "$(vmlinux_of "$1")" 2>/dev/null
