@@ -26,6 +26,8 @@ LAB_PACKAGES=(
 	"git:git"
 	"python3:python3"
 	"iproute2:ss"
+	"procps:pgrep"
+	"less:less"
 	"shellcheck:shellcheck"
 )
 

@@ -7,7 +7,8 @@ test_setup_installs_what_is_missing() {
 	expect_exit 0 lab setup
 	[[ "$OUT" != *installing* ]] || fail "second setup installed again: $OUT"
 	[ -x "$(busybox_binary arm64)" ] || fail "no arm64 busybox"
-	file -L "$(busybox_binary arm64)" | grep -q 'ARM aarch64' || fail "arm64 busybox is not an arm64 binary"
+	# ELF e_machine (bytes 18-19) is 0xb7 for AArch64.
+	assert_eq "$(od -An -tx2 -j18 -N2 "$(busybox_binary arm64)" | tr -d ' ')" 00b7 "arm64 busybox's ELF machine"
 	# The host's dpkg configuration is unchanged: no foreign arch added.
 	! dpkg --print-foreign-architectures | grep -qx arm64 || fail "arm64 was added to the host's dpkg"
 }
