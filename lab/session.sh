@@ -13,6 +13,7 @@ write_gdbinit() {
 		add-auto-load-safe-path $out
 		file $out/vmlinux
 		source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py
+		source $KCFI_LAB_ROOT/gdb-scripts/exercises.gdb
 		target remote 127.0.0.1:$port
 	GDB
 }

@@ -135,3 +135,30 @@ tmux_session_walk() {
 
 test_tmux_gdb_session_x86_64() { tmux_session_walk x86_64; }
 test_tmux_gdb_session_arm64() { tmux_session_walk arm64; }
+
+test_exercise_gdb_commands_set_their_breakpoints() {
+	# What the --gdb session loads, attached to a halted guest: each exN
+	# command sets the hardware breakpoints its exercise needs.
+	local arch log port pid
+	for arch in x86_64 arm64; do
+		log="$TEST_TMP/ex-gdb-$arch.log"
+		port=$(free_port)
+		lab "$arch" --gdb --gdb-port "$port" --run true >"$TEST_TMP/ex-gdb-console.log" 2>&1 &
+		pid=$!
+		wait_listening "$port"
+		timeout 300 gdb-multiarch -batch -nx -ex "file $(vmlinux_of "$arch")" \
+			-ex "source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py" \
+			-ex "source $KCFI_LAB_ROOT/gdb-scripts/exercises.gdb" \
+			-ex "target remote 127.0.0.1:$port" \
+			-ex ex04 -ex ex06 -ex 'info breakpoints' -ex 'help ex05' -ex delete -ex detach >"$log" 2>&1
+		wait "$pid" || fail "$arch guest run failed: $(tail -n 3 "$TEST_TMP/ex-gdb-console.log")"
+		assert_grep 'hw breakpoint +keep y +0x[0-9a-f]+ in lkdtm_indirect_call ' "$log" "$arch: ex04's breakpoint"
+		if [ "$arch" = x86_64 ]; then
+			assert_grep 'in handle_cfi_failure ' "$log" "ex06: x86 handler"
+		else
+			assert_grep 'in cfi_handler ' "$log" "ex06: arm64 handler"
+		fi
+		assert_grep 'in report_cfi_failure ' "$log" "ex06: report_cfi_failure"
+		assert_grep 'Exercise 05 \(arm64\)' "$log" "help ex05"
+	done
+}
