@@ -226,8 +226,9 @@ hash_mangled() {
 	python3 "$EX_DIR/lib/xxh64.py" "$1" | awk '{ print substr($1, 3) }'
 }
 
-# kcfi_tool: the lab's host tool when it builds, else nothing.
-kcfi_tool() {
+# kcfi_tool_if_built: the lab's host tool when it builds, else nothing
+# (unlike lab/commands.sh's kcfi_tool, which stops with an error).
+kcfi_tool_if_built() {
 	local dir="$KCFI_LAB_ROOT/lab/kcfi"
 	[ -f "$dir/Makefile" ] || return 1
 	make -s -C "$dir" kcfi >/dev/null 2>&1 || return 1
