@@ -35,6 +35,19 @@ mutate() {
 	fi
 }
 
+# solution_answer NAME ARCH: the instructor solution's answer, run once
+# per build of ARCH and kept in the exercises' cache for the tests after.
+solution_answer() {
+	local name=$1 arch=$2 cache
+	cache="$KCFI_LAB_EX_CACHE/answers/$name-$arch-$(stat -c %Y "$(vmlinux_of "$arch")")"
+	if [ ! -s "$cache" ]; then
+		mkdir -p "${cache%/*}"
+		"$(ex_dir "$name")/solution" --arch "$arch" >"$cache.tmp" || return 1
+		mv "$cache.tmp" "$cache"
+	fi
+	cat "$cache"
+}
+
 # exercise_round NAME: on each arch it applies to and is built for, the
 # solution passes; replacing any one answer word by a near miss fails.
 exercise_round() {
@@ -44,7 +57,7 @@ exercise_round() {
 	for arch in $(ex_arches "$name"); do
 		[ -f "$(vmlinux_of "$arch")" ] || continue
 		ran=1
-		answer=$("$(ex_dir "$name")/solution" --arch "$arch") || fail "$name: solution failed on $arch"
+		answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
 		read -r -a words <<<"$answer"
 		[ "${#words[@]}" -gt 0 ] || fail "$name: empty solution on $arch"
 		expect_exit 0 "$(ex_dir "$name")/check" --arch "$arch" "${words[@]}"
@@ -74,6 +87,31 @@ test_ex08_asm_functions() { exercise_round 08-asm-functions; }
 test_ex09_traps_modules() { exercise_round 09-traps-modules; }
 test_ex10_cost() { exercise_round 10-cost; }
 
+test_ex10_agrees_with_kcfi_scan() {
+	# The lab's C tool reads the image its own way (ELF symbols and
+	# instruction bytes): its count of check sites and its largest class
+	# of preambles with one id must match exercise 10's answer.
+	ex_env
+	local arch answer scan sites class ran=0
+	for arch in x86_64 arm64; do
+		[ -f "$(vmlinux_of "$arch")" ] || continue
+		ran=1
+		answer=$(solution_answer 10-cost "$arch") || fail "10-cost: solution failed on $arch"
+		scan=$("$KCFI_LAB_ROOT/run.sh" kcfi scan "$(vmlinux_of "$arch")")
+		sites=$(printf '%s\n' "$scan" | sed -n 's/^check sites (\([0-9]*\)):$/\1/p')
+		[ -n "$sites" ] || fail "no check-site count in kcfi scan's output"
+		assert_eq "$(cut -d' ' -f1 <<<"$answer")" "$sites" "$arch check sites: exercise 10 and kcfi scan"
+		[ "$arch" = x86_64 ] || continue
+		class=$(printf '%s\n' "$scan" |
+			awk '/^functions with a KCFI preamble/ { p = 1; next } /^$/ { p = 0 } p && $2 ~ /^0x[0-9a-f]+$/ { print $2 }' |
+			sort | uniq -c | sort -rn | awk '!done { print $1; done = 1 }')
+		[ -n "$class" ] || fail "no preamble table in kcfi scan's output"
+		assert_eq "$(cut -d' ' -f4 <<<"$answer")" "$class" "x86_64 largest class: exercise 10 and kcfi scan"
+		echo "$arch: $answer; kcfi scan: $sites sites, largest class ${class:-n/a}"
+	done
+	[ "$ran" = 1 ] || skip "no kernel built"
+}
+
 # findings ANSWER: the parts of an answer that are findings: ids, offsets,
 # FILE:LINE, counts of 3 digits or more, and a multi-word answer's text
 # after its first word. Names of functions alone are not: the texts must
@@ -96,7 +134,7 @@ test_ex_answers_not_in_exercise_texts() {
 		name=$(basename "$d")
 		for arch in $(ex_arches "$name"); do
 			[ -f "$(vmlinux_of "$arch")" ] || continue
-			answer=$("$d/solution" --arch "$arch")
+			answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
 			while IFS= read -r f; do
 				! grep -qiF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" ||
 					fail "$name ($arch): '$f' is written in $(grep -liF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" | tr '\n' ' ')"
