@@ -158,10 +158,32 @@ trap_offset() {
 	printf '0x%x\n' $((0x$pc - 0x$base))
 }
 
-# symbol_size ARCH SYMBOL: the symbol's size from llvm-nm -S, as 0x hex.
+# nm_listing ARCH: the path of llvm-nm -S's listing of ARCH's vmlinux,
+# made once per build in EX_CACHE (a checker looks up several symbols;
+# llvm-nm takes a quarter second each time on the arm64 image).
+nm_listing() {
+	local vmlinux listing
+	vmlinux=$(vmlinux_of "$1")
+	listing="$EX_CACHE/nm-$1-$(stat -c %Y "$vmlinux").txt"
+	if [ ! -s "$listing" ]; then
+		mkdir -p "$EX_CACHE"
+		rm -f "$EX_CACHE/nm-$1-"*.txt
+		"$LLVM_NM" -S "$vmlinux" >"$listing.$$"
+		mv "$listing.$$" "$listing"
+	fi
+	echo "$listing"
+}
+
+# symbol_addr ARCH SYMBOL: the symbol's address, 16 hex digits (replaces
+# tests/lib.sh's, from the cached listing).
+symbol_addr() {
+	awk -v s="$2" '$4 == s && !found { print $1; found = 1 }' "$(nm_listing "$1")"
+}
+
+# symbol_size ARCH SYMBOL: the symbol's size, as 0x hex.
 symbol_size() {
 	local size
-	size=$("$LLVM_NM" -S "$(vmlinux_of "$1")" | awk -v s="$2" '!done && $4 == s { print $2; done = 1 }')
+	size=$(awk -v s="$2" '!done && $4 == s { print $2; done = 1 }' "$(nm_listing "$1")")
 	[ -n "$size" ] || return 1
 	printf '0x%x\n' "$((0x$size))"
 }
@@ -169,7 +191,7 @@ symbol_size() {
 # typeid_symbol ARCH NAME: the value of __kcfi_typeid_NAME, 8 hex digits.
 typeid_symbol() {
 	local v
-	v=$("$LLVM_NM" "$(vmlinux_of "$1")" | awk -v s="__kcfi_typeid_$2" '!done && $3 == s { print $1; done = 1 }')
+	v=$(awk -v s="__kcfi_typeid_$2" '!done && $4 == s { print $1; done = 1 }' "$(nm_listing "$1")")
 	[ -n "$v" ] || return 1
 	printf '%08x\n' "$((0x$v))"
 }
