@@ -15,13 +15,20 @@ gen_init_cpio() {
 # initramfs_list ARCH STAGE: the gen_init_cpio file list.
 initramfs_list() {
 	local arch=$1 stage=$2 d
-	for d in /bin /sbin /usr /usr/bin /usr/sbin /dev /proc /sys /tmp /etc /etc/kcfi-lab /root; do
+	for d in /bin /sbin /usr /usr/bin /usr/sbin /dev /proc /sys /tmp /etc /etc/kcfi-lab /root \
+		/usr/share /usr/share/kselftest /usr/share/kselftest/lkdtm /usr/libexec /usr/libexec/kcfi-lab \
+		/usr/libexec/kcfi-lab/compat; do
 		echo "dir $d 0755 0 0"
 	done
 	echo "nod /dev/console 0600 0 0 c 5 1"
 	echo "file /bin/busybox $stage/busybox 0755 0 0"
 	echo "file /init $stage/init 0755 0 0"
 	echo "file /bin/lkdtm $stage/lkdtm 0755 0 0"
+	echo "file /bin/lkdtm-selftest $stage/lkdtm-selftest 0755 0 0"
+	echo "file /usr/libexec/kcfi-lab/compat/comm $stage/comm 0755 0 0"
+	echo "file /usr/libexec/kcfi-lab/compat/mktemp $stage/mktemp 0755 0 0"
+	echo "file /usr/share/kselftest/lkdtm/run.sh $stage/run.sh 0755 0 0"
+	echo "file /usr/share/kselftest/lkdtm/tests.txt $stage/tests.txt 0644 0 0"
 	echo "file /sbin/poweroff $stage/poweroff 0755 0 0"
 	echo "file /etc/profile $stage/profile 0644 0 0"
 }
@@ -34,8 +41,16 @@ pack_cpio() {
 	mv "$2.tmp" "$2"
 }
 
+# kselftest_lkdtm: the kernel's lkdtm selftest files, from the worktree.
+kselftest_lkdtm() {
+	printf '%s\n' "$LAB_WORKTREE/tools/testing/selftests/lkdtm/run.sh" \
+		"$LAB_WORKTREE/tools/testing/selftests/lkdtm/tests.txt"
+}
+
 initramfs_inputs() {
-	printf '%s\n' "$(busybox_binary "$1")" "$KCFI_LAB_ROOT"/initramfs/*
+	busybox_binary "$1"
+	find "$KCFI_LAB_ROOT/initramfs" -type f | LC_ALL=C sort
+	kselftest_lkdtm
 }
 
 initramfs_stamp() {
@@ -49,6 +64,7 @@ initramfs_stamp() {
 
 build_initramfs() {
 	local arch=$1 out busybox stage stamp
+	local -a selftest
 	out=$(initramfs_image "$arch")
 	busybox=$(busybox_binary "$arch")
 	[ -x "$busybox" ] || die "busybox for $arch not found at $busybox; run: ./run.sh setup"
@@ -59,7 +75,10 @@ build_initramfs() {
 	mkdir -p "$stage"
 	cp "$busybox" "$stage/busybox"
 	cp "$KCFI_LAB_ROOT/initramfs/init" "$KCFI_LAB_ROOT/initramfs/lkdtm" \
-		"$KCFI_LAB_ROOT/initramfs/poweroff" "$KCFI_LAB_ROOT/initramfs/profile" "$stage/"
+		"$KCFI_LAB_ROOT/initramfs/lkdtm-selftest" "$KCFI_LAB_ROOT/initramfs/poweroff" \
+		"$KCFI_LAB_ROOT/initramfs/profile" "$KCFI_LAB_ROOT"/initramfs/compat/* "$stage/"
+	mapfile -t selftest < <(kselftest_lkdtm)
+	cp "${selftest[@]}" "$stage/"
 	touch -d @0 "$stage"/*
 	initramfs_list "$arch" "$stage" >"$stage.list"
 	pack_cpio "$stage.list" "$out"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Booted guests: every lkdtm CFI test in one boot per arch and mode, the
 # outcome judged from the console against ids read out of the vmlinux.
+# The kernel's own lkdtm selftest then runs the same tests in the same
+# boot as a second opinion.
 
 CFI_TESTS="CFI_FORWARD_PROTO CFI_FORWARD_RETURN CFI_FORWARD_ARG CFI_FORWARD_MIDDLE CFI_ASM_TYPED CFI_ASM_UNTYPED CFI_NOCFI CFI_ADDR_EQUALITY"
 
@@ -9,7 +11,7 @@ guest_console() {
 	local arch=$1 mode=$2 log="$TEST_TMP/console-$1-$2.log"
 	if [ ! -s "$log" ]; then
 		lab "$arch" "--$mode" --timeout 600 \
-			--run "lkdtm $CFI_TESTS; echo ALIVE" >"$log.tmp" 2>"$log.err" ||
+			--run "lkdtm $CFI_TESTS; lkdtm-selftest $CFI_TESTS; echo ALIVE" >"$log.tmp" 2>"$log.err" ||
 			fail "scripted $arch $mode boot failed: $(tail -n 3 "$log.err")"
 		mv "$log.tmp" "$log"
 	fi
@@ -20,7 +22,7 @@ guest_console() {
 section() {
 	awk -v t="lkdtm: triggering $2" '
 		index($0, t) { on = 1; next }
-		on && (/lkdtm: triggering / || /^ALIVE/) { exit }
+		on && (/lkdtm: triggering / || /^lkdtm-selftest: / || /^ALIVE/) { exit }
 		on' "$1"
 }
 
@@ -51,6 +53,17 @@ check_failure_line() {
 	echo "$sec"
 }
 
+# selftest_agrees LOG: tools/testing/selftests/lkdtm/run.sh passed every
+# test. It expects only "call trace:" of a mismatch, so it passes in both
+# modes: it is a second opinion on the lkdtm side, not on the mode.
+selftest_agrees() {
+	local test
+	for test in $CFI_TESTS; do
+		assert_grep "^lkdtm-selftest: $test: ok \(exit 0\)$" "$1" "the kernel's selftest passes $test"
+	done
+	assert_grep "^CFI_FORWARD_PROTO: saw 'call trace:': ok$" "$1" "the selftest's own verdict line"
+}
+
 strict_run() {
 	local arch=$1 log sec test caller target from
 	log=$(guest_console "$arch" strict)
@@ -71,6 +84,7 @@ strict_run() {
 		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
 		assert_no_grep 'CFI failure|FAIL' "$TEST_TMP/$arch-$test.txt"
 	done
+	selftest_agrees "$log"
 	assert_grep '^ALIVE$' "$log" "the guest survived every oops"
 }
 
@@ -94,6 +108,7 @@ permissive_run() {
 		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
 		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
 	done
+	selftest_agrees "$log"
 	assert_grep '^ALIVE$' "$log"
 }
 
@@ -123,11 +138,13 @@ test_arm64_code_line_matches_the_image() {
 
 test_lkdtm_helper_lists_tests_and_rejects_unknown() {
 	local out="$TEST_TMP/helper.log"
-	lab x86_64 --run 'lkdtm; lkdtm NO_SUCH_TEST; echo "rc=$?"' >"$out" 2>/dev/null
+	lab x86_64 --run 'lkdtm; lkdtm NO_SUCH_TEST; echo "rc=$?"; lkdtm-selftest NO_SUCH_TEST; echo "selftest rc=$?"' >"$out" 2>/dev/null
 	assert_grep '^CFI_FORWARD_PROTO' "$out" "test list"
 	assert_grep '^CFI_ADDR_EQUALITY' "$out" "new tests in the list"
 	assert_grep 'lkdtm: no such test: NO_SUCH_TEST' "$out"
 	assert_grep '^rc=1$' "$out"
+	assert_grep 'lkdtm-selftest: no such test in tests.txt: NO_SUCH_TEST' "$out"
+	assert_grep '^selftest rc=1$' "$out"
 }
 
 test_nocfi_caller_makes_an_unchecked_indirect_call() {
