@@ -22,6 +22,8 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/commands.sh"
 # shellcheck source=lab/pack.sh
 . "$KCFI_LAB_ROOT/lab/pack.sh"
+# shellcheck source=lab/debs.sh
+. "$KCFI_LAB_ROOT/lab/debs.sh"
 # shellcheck source=lab/exercises.sh
 . "$KCFI_LAB_ROOT/lab/exercises.sh"
 
@@ -30,7 +32,7 @@ print_usage() {
 usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
-       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] | unpack FILE
+       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
        ./run.sh kcfi hash|scan|site|explain ARGS... | --help
 
   ARCH            x86_64 (default; also x86, amd64) or arm64 (also aarch64)
@@ -52,8 +54,9 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   clean           remove builds and logs (--all: the whole KCFI_LAB_HOME)
   bundle          re-cut kernel-branch.bundle from the worktree's branch
   lab             the interactive lab: exercises, hints, checks (--instructor: solutions)
-  pack            one archive with the built kernels for a classroom (default: both arches)
-  unpack FILE     install a pack: boot without building
+  pack            one archive with the built kernels for a classroom (default: both arches;
+                  --debs: also the Debian packages a learner runs, for an offline install)
+  unpack FILE     install a pack: boot without building (and install its packages)
   kcfi            the host tool: type ids, preambles, check sites (builds it first)
 
 State lives in ${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
@@ -146,6 +149,10 @@ main() {
 			shift
 			;;
 		--quick | --all) args+=("$1") ;;
+		--debs)
+			[ "$sub" = pack ] || usage_error "--debs is an option of pack"
+			OPT_DEBS=1
+			;;
 		-o)
 			[ $# -ge 2 ] || usage_error "-o needs a file name"
 			OPT_OUTPUT=$2

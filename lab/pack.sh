@@ -31,6 +31,9 @@ write_manifest() {
 	echo "bundle-sha256: $(bundle_sha)"
 	echo "distro: linux-source-6.1 $(distro_version)"
 	echo "lab-repo: $(git -C "$KCFI_LAB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	if [ -n "${OPT_DEBS:-}" ]; then
+		echo "debs: $(dpkg --print-architecture), $(find "$DEBS_DIR" -name '*.deb' | wc -l) packages for $(paste -sd' ' "$DEBS_DIR/learner-packages")"
+	fi
 	echo "kernel-branch:"
 	git -C "$LAB_WORKTREE" log --format='  %h %s' distro..HEAD
 }
@@ -49,6 +52,10 @@ cmd_pack() {
 	for arch in "$@"; do
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
 	done
+	if [ -n "${OPT_DEBS:-}" ]; then
+		debs_fetch "$@"
+		mapfile -t -O "${#files[@]}" files < <(cd "$KCFI_LAB_HOME" && find debs -type f | LC_ALL=C sort)
+	fi
 	write_manifest "$*" >"$stage/MANIFEST"
 	(cd "$KCFI_LAB_HOME" && sha256sum "${files[@]}") >"$stage/SHA256SUMS"
 	(cd "$stage" && sha256sum MANIFEST) >>"$stage/SHA256SUMS"
@@ -77,6 +84,14 @@ cmd_unpack() {
 	have=$(bundle_sha)
 	[ "$want" = "$have" ] ||
 		die "$file was built from another kernel branch (bundle ${want:0:12}, this repository has ${have:0:12}); use the pack made for this version of the lab"
+	local debs host_arch
+	debs=$(sed -n 's/^debs: //p' "$tmp/MANIFEST")
+	if [ -n "$debs" ]; then
+		host_arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
+		[ "${debs%%,*}" = "$host_arch" ] ||
+			die "$file carries packages for ${debs%%,*}, this machine is $host_arch; use a pack made on a $host_arch machine"
+		rm -rf "$DEBS_DIR"
+	fi
 	local f
 	while read -r _ f; do
 		[ "$f" = MANIFEST ] && continue
@@ -85,6 +100,7 @@ cmd_unpack() {
 	done <"$tmp/SHA256SUMS"
 	mv -f "$tmp/MANIFEST" "$PACK_MANIFEST"
 	info "installed the pack into $KCFI_LAB_HOME: $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
+	[ -z "$debs" ] || debs_install
 }
 
 # from_pack ARCH: true when ARCH's kernel comes from an unpacked pack (no

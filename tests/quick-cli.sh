@@ -25,6 +25,8 @@ test_unknown_option_is_a_usage_error() {
 	[[ "$OUT" == *"--run needs a value"* ]] || fail "unexpected message: $OUT"
 	expect_exit 2 lab --timeout soon --run true
 	expect_exit 2 lab x86_64 arm64
+	expect_exit 2 lab build x86_64 --debs
+	[[ "$OUT" == "kcfi-lab: error: --debs is an option of pack"* ]] || fail "unexpected message: $OUT"
 }
 
 test_status_on_empty_home_with_spaces() {
