@@ -288,6 +288,26 @@ lab_no_tty() {
 
 # lab_instructor: every solution through its checker, on each arch the
 # exercise applies to. Non-zero when one fails.
+# lab_solution NAME ARCH: the instructor solution's answer for ARCH. It
+# is kept per build and per version of the exercise's files (solution,
+# module sources) in the exercises' cache: the second instructor run of a
+# build, and the test suite's, only check. A failed solution's output goes
+# to stderr and is not kept.
+lab_solution() {
+	local name=$1 arch=$2 cache key
+	key=$(cd "$LAB_EXERCISES/$name" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -c1-16)
+	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
+	if [ ! -s "$cache" ]; then
+		mkdir -p "${cache%/*}"
+		"$LAB_EXERCISES/$name/solution" --arch "$arch" >"$cache.$$" || {
+			rm -f "$cache.$$"
+			return 1
+		}
+		mv "$cache.$$" "$cache"
+	fi
+	cat "$cache"
+}
+
 lab_instructor() {
 	local name arch answer out failed=0 rc tmp
 	tmp=$(mktemp)
@@ -298,7 +318,7 @@ lab_instructor() {
 				continue
 			}
 			rc=0
-			answer=$("$LAB_EXERCISES/$name/solution" --arch "$arch" 2>"$tmp") || rc=$?
+			answer=$(lab_solution "$name" "$arch" 2>"$tmp") || rc=$?
 			if [ "$rc" != 0 ]; then
 				answer="$answer $(cat "$tmp")"
 			fi

@@ -35,17 +35,12 @@ mutate() {
 	fi
 }
 
-# solution_answer NAME ARCH: the instructor solution's answer, run once
-# per build of ARCH and kept in the exercises' cache for the tests after.
+# solution_answer NAME ARCH: the instructor solution's answer, kept per
+# build by the lab's instructor mode (lab_solution), which the instructor
+# test then runs from the same cache.
 solution_answer() {
-	local name=$1 arch=$2 cache
-	cache="$KCFI_LAB_EX_CACHE/answers/$name-$arch-$(stat -c %Y "$(vmlinux_of "$arch")")"
-	if [ ! -s "$cache" ]; then
-		mkdir -p "${cache%/*}"
-		"$(ex_dir "$name")/solution" --arch "$arch" >"$cache.tmp" || return 1
-		mv "$cache.tmp" "$cache"
-	fi
-	cat "$cache"
+	bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/exercises.sh"; lab_solution "$@"' \
+		solution_answer "$@"
 }
 
 # exercise_round NAME: on each arch it applies to and is built for, the
