@@ -82,5 +82,5 @@ test_config_check_catches_dropped_option() {
 
 test_host_tool_make_check() {
 	[ -f lab/kcfi/Makefile ] || skip "lab/kcfi not present"
-	make -s -C lab/kcfi check
+	make -s -j"$(nproc)" -C lab/kcfi check
 }
