@@ -27,6 +27,9 @@ cmd_status() {
 		echo "pack:           installed $(sed -n 's/^created: //p' "$PACK_MANIFEST"), bundle $(sed -n 's/^bundle-sha256: //p' "$PACK_MANIFEST" | cut -c1-12)"
 		sed -n 's/^  /                /p' "$PACK_MANIFEST"
 		[ -e "$LAB_WORKTREE/Makefile" ] || echo "                (no worktree: ./run.sh boots the kernels from the pack)"
+		local debs
+		debs=$(sed -n 's/^debs: //p' "$PACK_MANIFEST")
+		[ -z "$debs" ] || echo "                Debian packages: $debs ($DEBS_DIR)"
 	fi
 	for arch in x86_64 arm64; do
 		if [ -f "$(kernel_image "$arch")" ]; then

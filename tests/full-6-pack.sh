@@ -65,6 +65,9 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	[[ "$OUT" == *"the pack's packages are installed already: qemu-system-x86 gdb-multiarch tmux llvm-16"* ]] ||
 		fail "unexpected: $OUT"
 	assert_grep '^debs: [a-z0-9]+, [0-9]+ packages for qemu-system-x86 gdb-multiarch tmux llvm-16$' "$home/pack.manifest"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" status
+	[[ "$OUT" == *"Debian packages: "*" packages for qemu-system-x86 gdb-multiarch tmux llvm-16 ($home/debs)"* ]] ||
+		fail "status does not mention the pack's packages: $OUT"
 	mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/sources.list.d"
 	: >"$state/status"
 	echo "deb [trusted=yes] file:${home// /%20}/debs ./" >"$state/sources.list"
