@@ -167,8 +167,15 @@ nm_listing() {
 	listing="$EX_CACHE/nm-$1-$(stat -c %Y "$vmlinux").txt"
 	if [ ! -s "$listing" ]; then
 		mkdir -p "$EX_CACHE"
-		rm -f "$EX_CACHE/nm-$1-"*.txt
-		"$LLVM_NM" -S "$vmlinux" >"$listing.$$"
+		# Listings of earlier builds, and temporary files of runs that
+		# were stopped; never the current listing, which another
+		# checker may be reading.
+		find "$EX_CACHE" -maxdepth 1 \( -name "nm-$1-*.txt" ! -name "${listing##*/}" -o \
+			-name "nm-$1-*.txt.*" -mmin +10 \) -delete 2>/dev/null || true
+		if ! "$LLVM_NM" -S "$vmlinux" >"$listing.$$"; then
+			rm -f "$listing.$$"
+			return 1
+		fi
 		mv "$listing.$$" "$listing"
 	fi
 	echo "$listing"

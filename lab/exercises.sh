@@ -290,12 +290,15 @@ lab_no_tty() {
 # exercise applies to. Non-zero when one fails.
 # lab_solution NAME ARCH: the instructor solution's answer for ARCH. It
 # is kept per build and per version of the exercise's files (solution,
-# module sources) in the exercises' cache: the second instructor run of a
-# build, and the test suite's, only check. A failed solution's output goes
-# to stderr and is not kept.
+# module sources) and of the shell code solutions source, in the
+# exercises' cache: the second instructor run of a build, and the test
+# suite's, only check. A failed solution's answer is not kept.
 lab_solution() {
 	local name=$1 arch=$2 cache key
-	key=$(cd "$LAB_EXERCISES/$name" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -c1-16)
+	key=$({
+		cd "$LAB_EXERCISES/$name" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
+		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT/tests/lib.sh" "$KCFI_LAB_ROOT/lab/common.sh"
+	} | sha256sum | cut -c1-16)
 	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
 	if [ ! -s "$cache" ]; then
 		mkdir -p "${cache%/*}"
