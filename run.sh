@@ -192,6 +192,7 @@ main() {
 	bundle) cmd_bundle ;;
 	pack)
 		[ "${#args[@]}" -gt 0 ] || args=(x86_64 arm64)
+		lock_home
 		cmd_pack "${OPT_OUTPUT:-$KCFI_LAB_HOME/kcfi-lab-pack.tar.gz}" "${args[@]}"
 		;;
 	unpack)

@@ -6,7 +6,10 @@
 
 DEBS_DIR="$KCFI_LAB_HOME/debs"
 
-# learner_packages ARCH...: what a learner with a pack runs.
+# learner_packages ARCH...: what a learner with a pack runs: QEMU, cpio
+# (the initramfs of a --run boot), gdb and tmux (--gdb), the LLVM tools
+# and clang (exercise 03 asks clang for type ids), python3 (exercise 03's
+# xxh64.py).
 learner_packages() {
 	local arch
 	for arch in "$@"; do
@@ -15,7 +18,7 @@ learner_packages() {
 		arm64) echo qemu-system-arm ;;
 		esac
 	done
-	printf '%s\n' gdb-multiarch tmux llvm-16
+	printf '%s\n' cpio gdb-multiarch tmux llvm-16 clang-16 python3
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is
@@ -73,10 +76,13 @@ debs_fetch() {
 	: >"$apt_dir/status"
 	log=$(new_log apt-debs)
 	info "downloading ${DEBS_PACKAGES[*]} and their dependencies (private apt state in $apt_dir)"
-	# The private lists are refreshed once a day, or when a download fails.
-	if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null)" ]; then
-		apt-get "${opts[@]}" update >"$log" 2>&1 ||
-			die "apt-get update failed (log: $log); pack --debs needs the network once"
+	# The private lists are refreshed once a day (offline, older lists
+	# do, as long as the downloads they name are cached), and again when
+	# a download fails.
+	if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null)" ] &&
+		! apt-get "${opts[@]}" update >>"$log" 2>&1 &&
+		[ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*_Packages*' 2>/dev/null)" ]; then
+		die "apt-get update failed (log: $log); pack --debs needs the network once"
 	fi
 	if ! apt-get "${opts[@]}" install -y -q --download-only --no-install-recommends "${DEBS_PACKAGES[@]}" >>"$log" 2>&1; then
 		apt-get "${opts[@]}" update >>"$log" 2>&1 ||

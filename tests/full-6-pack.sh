@@ -54,36 +54,40 @@ test_pack_for_another_branch_is_refused() {
 test_pack_debs_install_offline_on_an_empty_machine() {
 	# pack --debs ships the learner's packages and all they depend on as
 	# a flat apt repository. apt with an empty dpkg status (a machine with
-	# nothing installed) and that repository as its only source must be
-	# able to install them all: no dependency left out, no network.
+	# nothing installed) and, as its only source, the repository the way
+	# unpack configures it must be able to fetch and install them all: no
+	# dependency left out, no network.
 	have apt-get || skip "apt-get not found"
 	lab build x86_64
 	local pack="$TEST_TMP/pack debs.tar.gz" home="$TEST_TMP/offline home" state="$TEST_TMP/empty machine"
+	local learner
+	learner=$(bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; learner_packages x86_64' | paste -sd' ')
+	[[ " $learner " == *" qemu-system-x86 "*" gdb-multiarch "*" llvm-16 "* ]] || fail "learner packages: $learner"
 	lab pack x86_64 --debs -o "$pack"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
 	# Here the packages are installed, so unpack has nothing to do.
-	[[ "$OUT" == *"the pack's packages are installed already: qemu-system-x86 gdb-multiarch tmux llvm-16"* ]] ||
-		fail "unexpected: $OUT"
-	assert_grep '^debs: [a-z0-9]+, [0-9]+ packages for qemu-system-x86 gdb-multiarch tmux llvm-16$' "$home/pack.manifest"
+	[[ "$OUT" == *"the pack's packages are installed already: $learner"* ]] || fail "unexpected: $OUT"
+	assert_grep "^debs: [a-z0-9]+, [0-9]+ packages for $learner\$" "$home/pack.manifest"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" status
-	[[ "$OUT" == *"Debian packages: "*" packages for qemu-system-x86 gdb-multiarch tmux llvm-16 ($home/debs)"* ]] ||
+	[[ "$OUT" == *"Debian packages: "*" packages for $learner ($home/debs)"* ]] ||
 		fail "status does not mention the pack's packages: $OUT"
-	mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/sources.list.d"
+	local -a opts
+	mapfile -t opts < <(KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; debs_repo_opts "$DEBS_DIR" "$1"' _ "$state")
+	[ "${#opts[@]}" -gt 0 ] || fail "no apt options for the pack's repository"
 	: >"$state/status"
-	echo "deb [trusted=yes] file:${home// /%20}/debs ./" >"$state/sources.list"
-	local -a opts=(-o "Dir::Etc::SourceList=$state/sources.list" -o "Dir::Etc::SourceParts=$state/sources.list.d"
-		-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o "Dir::State::status=$state/status"
-		-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+	opts+=(-o "Dir::State::status=$state/status" -o Debug::NoLocking=1)
+	local -a pkgs
+	read -r -a pkgs <<<"$learner"
 	apt-get "${opts[@]}" update >"$state/update.log" 2>&1 || fail "apt-get update on the pack's repository: $(tail -n 3 "$state/update.log")"
-	apt-get "${opts[@]}" -s install --no-install-recommends qemu-system-x86 gdb-multiarch tmux llvm-16 >"$state/install.log" 2>&1 ||
+	apt-get "${opts[@]}" -s install --no-install-recommends "${pkgs[@]}" >"$state/install.log" 2>&1 ||
 		fail "the pack's packages do not install on an empty machine: $(grep -E '^ |^E:' "$state/install.log" | head -n 8)"
 	# The fetch step of a real install: apt checks every file against the
 	# index's hashes (it refuses files it cannot check).
-	apt-get "${opts[@]}" -y --download-only install --no-install-recommends qemu-system-x86 gdb-multiarch tmux llvm-16 \
+	apt-get "${opts[@]}" -y --download-only install --no-install-recommends "${pkgs[@]}" \
 		>"$state/fetch.log" 2>&1 || fail "apt cannot fetch the pack's packages: $(grep '^E:' "$state/fetch.log" | head -n 3)"
 	assert_grep '^Download complete and in download only mode' "$state/fetch.log"
 	local pkg
-	for pkg in qemu-system-x86 gdb-multiarch tmux llvm-16 libllvm16 qemu-system-common; do
+	for pkg in "${pkgs[@]}" libllvm16 qemu-system-common; do
 		assert_grep "^Inst $pkg " "$state/install.log" "$pkg installed from the pack"
 	done
 	echo "$(grep -c '^Inst ' "$state/install.log") packages from the pack; pack: $(du -h "$pack" | cut -f1)"
