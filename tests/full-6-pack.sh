@@ -92,3 +92,58 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	done
 	echo "$(grep -c '^Inst ' "$state/install.log") packages from the pack; pack: $(du -h "$pack" | cut -f1)"
 }
+
+# fake_host DIR: commands that make this host look like a learner's: tmux
+# not installed, a user who is not root, apt-get that only records its
+# calls (in DIR/calls). With "sudo", also a sudo that records and runs.
+fake_host() {
+	local dir=$1
+	mkdir -p "$dir"
+	cat >"$dir/dpkg-query" <<-'SH'
+		#!/bin/sh
+		case " $* " in *" tmux "*) printf 'deinstall ok config-files'; exit 0 ;; esac
+		exec /usr/bin/dpkg-query "$@"
+	SH
+	cat >"$dir/id" <<-'SH'
+		#!/bin/sh
+		[ "$1" = -u ] && { echo 1000; exit 0; }
+		exec /usr/bin/id "$@"
+	SH
+	# shellcheck disable=SC2016 # $* and $@ are the shims' own
+	printf '#!/bin/sh\necho "apt-get $*" >>"%s/calls"\n' "$dir" >"$dir/apt-get"
+	if [ "${2:-}" = sudo ]; then
+		# shellcheck disable=SC2016 # $1 and $@ are the shim's own
+		printf '#!/bin/sh\necho "sudo $1" >>"%s/calls"\nexec "$@"\n' "$dir" >"$dir/sudo"
+	fi
+	chmod +x "$dir"/*
+}
+
+test_unpack_installs_missing_packages_offline() {
+	# The install branch of unpack, on a host made to look like a
+	# learner's (see fake_host): only the missing package, from the
+	# pack's repository only, through sudo; without sudo, a clear stop.
+	have apt-get || skip "apt-get not found"
+	local pack="$TEST_TMP/pack debs.tar.gz" fake="$TEST_TMP/fake host"
+	[ -f "$pack" ] || {
+		lab build x86_64
+		lab pack x86_64 --debs -o "$pack"
+	}
+	fake_host "$fake" sudo
+	expect_exit 0 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/sudo home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
+	[[ "$OUT" == *"kcfi-lab: installing tmux from the pack (no network)"* ]] || fail "unexpected: $OUT"
+	cat "$fake/calls"
+	assert_grep '^sudo apt-get$' "$fake/calls" "apt-get update through sudo"
+	assert_grep '^sudo env$' "$fake/calls" "apt-get install through sudo"
+	assert_grep "^apt-get .*-o Dir::Etc::SourceList=$TEST_TMP/sudo home/apt-offline/sources.list .* update\$" "$fake/calls"
+	assert_grep '^apt-get .* install -y -q --no-install-recommends tmux$' "$fake/calls" "only the missing package"
+	assert_eq "$(cat "$TEST_TMP/sudo home/apt-offline/sources.list")" \
+		"deb [trusted=yes] file:${TEST_TMP// /%20}/sudo%20home/debs ./" "the pack's repository as the only source"
+
+	rm -rf "$fake"
+	fake_host "$fake"
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/user home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
+	[[ "$OUT" == *"kcfi-lab: error: installing tmux from the pack needs root; run the same unpack as root" ]] ||
+		fail "unexpected: $OUT"
+	[ ! -e "$fake/calls" ] || fail "apt-get ran without root: $(cat "$fake/calls")"
+	[ -f "$TEST_TMP/user home/build/x86_64/vmlinux" ] || fail "the kernels were not unpacked"
+}
