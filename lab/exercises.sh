@@ -286,8 +286,6 @@ lab_no_tty() {
 	lab_list
 }
 
-# lab_instructor: every solution through its checker, on each arch the
-# exercise applies to. Non-zero when one fails.
 # lab_solution NAME ARCH: the instructor solution's answer for ARCH. It
 # is kept per build and per version of the exercise's files (solution,
 # module sources) and of the shell code solutions source, in the
@@ -311,6 +309,8 @@ lab_solution() {
 	cat "$cache"
 }
 
+# lab_instructor: every solution through its checker, on each arch the
+# exercise applies to. Non-zero when one fails.
 lab_instructor() {
 	local name arch answer out failed=0 rc tmp
 	tmp=$(mktemp)
