@@ -6,7 +6,7 @@
 # vmlinux (llvm-objdump-16, llvm-nm-16, llvm-readelf-16), the kernel
 # worktree, clang-16 itself, or the console of a booted guest. Nothing a
 # learner is asked to find is written down in the repository.
-# shellcheck disable=SC2034 # EX_ARCH and EX_ARGS are for the sourcing scripts
+# shellcheck disable=SC2034 # EX_ARCH, EX_ARGS, GUEST_LOG and MODULE_KO are for the sourcing scripts
 
 EX_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
@@ -273,15 +273,18 @@ enclosing_function() {
 # source_of_string DIR STRING: "FILE:LINE" of the first C string literal
 # "STRING" under DIR.
 source_of_string() {
-	grep -rnHF --include='*.c' "\"$2\"" "$1" | head -n 1 | cut -d: -f1,2
+	grep -rnHF --include='*.c' "\"$2\"" "$1" | sed -n 1p | cut -d: -f1,2
 }
 
 # --- Booted guests ----------------------------------------------------------
 
-# guest_log ARCH MODE CMDS [FILE...]: the console of a scripted boot that
-# ran CMDS, cached per kernel build, mode, commands and files. The cache
-# lives in KCFI_LAB_EX_CACHE (default $KCFI_LAB_HOME/exercises).
-guest_log() {
+# boot_guest ARCH MODE CMDS [FILE...]: make sure there is the console of
+# a scripted boot that ran CMDS, cached per kernel build, mode, commands
+# and files, and set GUEST_LOG to its path. The cache lives in
+# KCFI_LAB_EX_CACHE (default $KCFI_LAB_HOME/exercises). Stops with
+# cannot_check when the boot fails, so call it plainly, never inside
+# $(...): there its verdict would end only the subshell.
+boot_guest() {
 	local arch=$1 mode=$2 cmds=$3 key log f
 	shift 3
 	local -a args=("$arch" "--$mode" --timeout 600)
@@ -308,7 +311,16 @@ guest_log() {
 		done
 		mv "$log.tmp" "$log"
 	fi
-	echo "$log"
+	GUEST_LOG=$log
+}
+
+# guest_log ARCH MODE CMDS [FILE...]: boot_guest, then print GUEST_LOG.
+# Only for a caller that runs it as a process of its own (the tests'
+# ex_lib, where cannot_check ends that process with exit 2); a script
+# that sources this file calls boot_guest and reads GUEST_LOG.
+guest_log() {
+	boot_guest "$@" || return
+	echo "$GUEST_LOG"
 }
 
 # The boot the strict and permissive exercises share.
@@ -316,17 +328,20 @@ EX_LKDTM_RUN='lkdtm CFI_FORWARD_PROTO; echo ALIVE'
 
 # --- Modules ----------------------------------------------------------------
 
-# build_module ARCH SRC-DIR: build the out-of-tree module in SRC-DIR
+# make_module ARCH SRC-DIR: build the out-of-tree module in SRC-DIR
 # against the lab kernel, in a copy under $EX_CACHE/modules (never in the
-# repository). Prints the .ko path. Rebuilds only when the sources change.
-build_module() {
+# repository), and set MODULE_KO to the .ko's path. Rebuilds only when
+# the sources change. Stops with cannot_check when it cannot build, so
+# call it plainly, never inside $(...).
+make_module() {
 	local arch=$1 src=$2 name out stamp ko
 	name=$(basename "$(dirname "$src")")
 	out="$EX_CACHE/modules/$arch/$name"
 	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
 		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch"
 	stamp=$({ cat "$src"/*; stat -c %Y "$(vmlinux_of "$arch")"; } | sha256sum | cut -c1-16)
-	ko=$(find "$out" -maxdepth 1 -name '*.ko' 2>/dev/null | head -n 1)
+	# No $out yet (find fails): no .ko, build it.
+	ko=$(find "$out" -maxdepth 1 -name '*.ko' 2>/dev/null | sed -n 1p) || true
 	if [ -z "$ko" ] || [ "$(cat "$out/.stamp" 2>/dev/null)" != "$stamp" ]; then
 		rm -rf "$out"
 		mkdir -p "$out"
@@ -336,8 +351,16 @@ build_module() {
 			LLVM="$KCFI_LAB_LLVM" M="$out" modules >"$out/build.log" 2>&1 ||
 			cannot_check "module build failed, see $out/build.log: $(tail -n 3 "$out/build.log")"
 		echo "$stamp" >"$out/.stamp"
-		ko=$(find "$out" -maxdepth 1 -name '*.ko' | head -n 1)
+		ko=$(find "$out" -maxdepth 1 -name '*.ko' | sed -n 1p)
 	fi
 	[ -n "$ko" ] || cannot_check "no .ko in $out"
-	echo "$ko"
+	MODULE_KO=$ko
+}
+
+# build_module ARCH SRC-DIR: make_module, then print MODULE_KO. Only for
+# a caller that runs it as a process of its own (the tests' ex_lib); a
+# script that sources this file calls make_module and reads MODULE_KO.
+build_module() {
+	make_module "$@" || return
+	echo "$MODULE_KO"
 }

@@ -24,7 +24,7 @@ lab_all() {
 
 # lab_conf NAME KEY: a value from exercises/NAME/lab.conf ("key: value").
 lab_conf() {
-	sed -n "s/^$2: *//p" "$LAB_EXERCISES/$1/lab.conf" 2>/dev/null | head -n 1
+	sed -n "s/^$2: *//p" "$LAB_EXERCISES/$1/lab.conf" 2>/dev/null | sed -n 1p
 }
 
 # lab_find WORD: the exercise that WORD names: 4, 04, 04-x86-check, x86-check.

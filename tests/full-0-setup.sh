@@ -10,5 +10,5 @@ test_setup_installs_what_is_missing() {
 	# ELF e_machine (bytes 18-19) is 0xb7 for AArch64.
 	assert_eq "$(od -An -tx2 -j18 -N2 "$(busybox_binary arm64)" | tr -d ' ')" 00b7 "arm64 busybox's ELF machine"
 	# The host's dpkg configuration is unchanged: no foreign arch added.
-	! dpkg --print-foreign-architectures | grep -qx arm64 || fail "arm64 was added to the host's dpkg"
+	! dpkg --print-foreign-architectures | has_match '^arm64$' || fail "arm64 was added to the host's dpkg"
 }

@@ -19,7 +19,7 @@ test_worktree_holds_the_bundle_commits() {
 	got=$(git -C "$LAB_WORKTREE" log --format=%s distro..kcfi-lab)
 	assert_eq "$got" "$want" "lab commits in the worktree"
 	assert_eq "$(git -C "$LAB_WORKTREE" rev-parse --abbrev-ref HEAD)" kcfi-lab "worktree branch"
-	git --git-dir="$LAB_GIT" log -1 --format=%B distro | grep -q "^Distro-Version: $(dpkg-query -W -f='${Version}' linux-source-6.1)$" ||
+	git --git-dir="$LAB_GIT" log -1 --format=%B distro | has_match "^Distro-Version: $(dpkg-query -W -f='${Version}' linux-source-6.1)$" ||
 		fail "the import does not record the package version"
 }
 

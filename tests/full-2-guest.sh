@@ -6,16 +6,23 @@
 
 CFI_TESTS="CFI_FORWARD_PROTO CFI_FORWARD_RETURN CFI_FORWARD_ARG CFI_FORWARD_MIDDLE CFI_ASM_TYPED CFI_ASM_UNTYPED CFI_NOCFI CFI_ADDR_EQUALITY"
 
-# guest_console ARCH MODE: the console of one scripted boot (cached).
+# console_log ARCH MODE: where guest_console keeps that boot's console.
+console_log() {
+	echo "$TEST_TMP/console-$1-$2.log"
+}
+
+# guest_console ARCH MODE: boot once per arch and mode (cached) and set
+# CONSOLE to the console log. Asserts, so never inside $(...).
 guest_console() {
-	local arch=$1 mode=$2 log="$TEST_TMP/console-$1-$2.log"
+	local arch=$1 mode=$2 log
+	log=$(console_log "$arch" "$mode")
 	if [ ! -s "$log" ]; then
 		lab "$arch" "--$mode" --timeout 600 \
 			--run "lkdtm $CFI_TESTS; lkdtm-selftest $CFI_TESTS; echo ALIVE" >"$log.tmp" 2>"$log.err" ||
 			fail "scripted $arch $mode boot failed: $(tail -n 3 "$log.err")"
 		mv "$log.tmp" "$log"
 	fi
-	echo "$log"
+	CONSOLE=$log
 }
 
 # section LOG TEST: the console lines of one lkdtm test.
@@ -37,8 +44,14 @@ mismatches() {
 	TABLE
 }
 
+# section_file ARCH TEST: where check_failure_line leaves TEST's lines.
+section_file() {
+	echo "$TEST_TMP/$1-$2.txt"
+}
+
 # check_failure_line ARCH LOG TEST CALLER TARGET EXPECTED-FROM: the report
-# names caller and target, and both type ids match llvm-objdump's.
+# names caller and target, and both type ids match llvm-objdump's; TEST's
+# console lines are left in section_file. Asserts, so never inside $(...).
 check_failure_line() {
 	local arch=$1 log=$2 test=$3 caller=$4 target=$5 from=$6 exp tt tail sec
 	exp=$(preamble_type "$arch" "$from")
@@ -46,11 +59,10 @@ check_failure_line() {
 	assert_eq "$(site_expected_type "$arch" "$caller")" "$exp" "$arch: $caller's check expects $from's type"
 	tt=$(preamble_type "$arch" "$target") || fail "no $target in $arch vmlinux"
 	if [ "$tt" = none ]; then tail="target has no kCFI preamble"; else tail="target type: 0x$tt"; fi
-	sec="$TEST_TMP/$arch-$test.txt"
+	sec=$(section_file "$arch" "$test")
 	section "$log" "$test" >"$sec"
 	assert_grep "CFI failure at $caller\+0x[0-9a-f]+/0x[0-9a-f]+ \(target: $target\+0x0/0x[0-9a-f]+; expected type: 0x$exp; $tail\)" "$sec" \
 		"$arch $test: report line with expected 0x$exp and '$tail'"
-	echo "$sec"
 }
 
 # selftest_agrees LOG: tools/testing/selftests/lkdtm/run.sh passed every
@@ -66,11 +78,13 @@ selftest_agrees() {
 
 strict_run() {
 	local arch=$1 log sec test caller target from
-	log=$(guest_console "$arch" strict)
+	guest_console "$arch" strict
+	log=$CONSOLE
 	assert_grep '] CFI: kCFI enabled, mode: strict$' "$log" "boot line with the mode"
 	assert_grep "KCFI Lab guest: $arch, .*kCFI mode: strict" "$log" "banner with arch and mode"
 	while read -r test caller target from; do
-		sec=$(check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from")
+		check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from"
+		sec=$(section_file "$arch" "$test")
 		if [ "$arch" = x86_64 ]; then
 			assert_grep '^\[ *[0-9.]+\] invalid opcode: 0000 \[#[0-9]+\]' "$sec" "$test: x86 invalid opcode oops"
 		else
@@ -90,12 +104,14 @@ strict_run() {
 
 permissive_run() {
 	local arch=$1 log sec test caller target from
-	log=$(guest_console "$arch" permissive)
+	guest_console "$arch" permissive
+	log=$CONSOLE
 	assert_grep '] CFI: kCFI enabled, mode: permissive$' "$log" "boot line with the mode"
 	assert_grep "KCFI Lab guest: $arch, .*kCFI mode: permissive" "$log" "banner with the mode"
 	assert_grep 'Kernel command line:.* cfi=warn' "$log" "cfi=warn on the command line"
 	while read -r test caller target from; do
-		sec=$(check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from")
+		check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from"
+		sec=$(section_file "$arch" "$test")
 		assert_grep '^\[ *[0-9.]+\] WARNING: CPU: ' "$sec" "$test: a WARNING, not an oops"
 		assert_grep 'lkdtm: FAIL: survived ' "$sec" "$test: the call went ahead"
 		assert_grep "lkdtm: $test: returned" "$sec" "$test: the writer lived"
@@ -120,16 +136,17 @@ test_arm64_permissive_lkdtm() { permissive_run arm64; }
 test_arm64_code_line_matches_the_image() {
 	# The oops's Code: line holds the words around the brk; they must be
 	# the bytes of lkdtm_indirect_call in the vmlinux.
-	local log code brk
-	log=$(guest_console arm64 strict)
-	code=$(section "$log" CFI_FORWARD_PROTO | sed -n 's/.*Code: \(.*\)$/\1/p' | head -n 1)
+	local log code brk dis
+	guest_console arm64 strict
+	log=$CONSOLE
+	code=$(section "$log" CFI_FORWARD_PROTO | sed -n 's/.*Code: \(.*\)$/\1/p' | sed -n 1p)
 	[ -n "$code" ] || fail "no Code: line"
 	# The faulting instruction is the word in parentheses.
 	brk=$(printf '%s\n' "$code" | sed -nE 's/.*\(([0-9a-f]{8})\).*/\1/p')
 	[ -n "$brk" ] || fail "no faulting word in the Code: line: $code"
 	[ $((0x$brk & 0xffe0001f)) = $((0xd4200000)) ] || fail "faulting word $brk is not a brk"
-	llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)" | grep -q "$brk" ||
-		fail "brk word $brk not in lkdtm_indirect_call"
+	dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)")
+	grep -q "$brk" <<<"$dis" || fail "brk word $brk not in lkdtm_indirect_call"
 	# brk immediate: 0x8000 | type register (w17) << 5 | target register.
 	local imm=$(((0x$brk >> 5) & 0xffff))
 	assert_eq "$(((imm >> 5) & 31))" 17 "type register in the brk immediate"

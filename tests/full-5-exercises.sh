@@ -203,7 +203,7 @@ test_ex_lab_open_and_type_in_tmux() {
 	# console, gdb and the guide in one window; type fills the gdb pane.
 	have tmux || skip "tmux not installed"
 	[ -f "$(vmlinux_of x86_64)" ] || skip "no x86_64 kernel"
-	local sock="kcfi-lab-ex-$$" open_file
+	local sock="kcfi-lab-test-$$-ex" open_file
 	open_file="$KCFI_LAB_HOME/progress/$(id -un)/.open"
 	[ ! -e "$open_file" ] || skip "a lab window is open for this user ($open_file)"
 	# shellcheck disable=SC2064 # the socket name is fixed now
@@ -220,16 +220,16 @@ test_ex_lab_open_and_type_in_tmux() {
 	assert_eq "$name" 04-x86-check "the open exercise"
 	assert_eq "$(tmux -L "$sock" list-panes -t "$win" | wc -l)" 3 "console, gdb and guide panes"
 	for _ in $(seq 1 100); do
-		tmux -L "$sock" capture-pane -p -J -t "$gdb" | grep -q 'hbreak lkdtm_indirect_call' && break
+		tmux -L "$sock" capture-pane -p -J -t "$gdb" | has_match 'hbreak lkdtm_indirect_call' && break
 		sleep 0.2
 	done
-	tmux -L "$sock" capture-pane -p -J -t "$gdb" | grep -q 'hbreak lkdtm_indirect_call' ||
+	tmux -L "$sock" capture-pane -p -J -t "$gdb" | has_match 'hbreak lkdtm_indirect_call' ||
 		fail "type 4 did not reach the gdb pane"
-	tmux -L "$sock" capture-pane -p -J -S -100 -t learner:0 | grep -q 'typed into the gdb pane' ||
+	tmux -L "$sock" capture-pane -p -J -S -100 -t learner:0 | has_match 'typed into the gdb pane' ||
 		fail "no confirmation from type"
 	local guide
 	guide=$(tmux -L "$sock" list-panes -t "$win" -F '#{pane_id}' | grep -vxF -e "$console" -e "$gdb")
-	tmux -L "$sock" capture-pane -p -J -t "$guide" | grep -q 'The x86_64 check' ||
+	tmux -L "$sock" capture-pane -p -J -t "$guide" | has_match 'The x86_64 check' ||
 		fail "the guide pane does not show the README"
 	tmux -L "$sock" kill-server
 	sleep 1

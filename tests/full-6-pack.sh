@@ -80,11 +80,11 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	read -r -a pkgs <<<"$learner"
 	apt-get "${opts[@]}" update >"$state/update.log" 2>&1 || fail "apt-get update on the pack's repository: $(tail -n 3 "$state/update.log")"
 	apt-get "${opts[@]}" -s install --no-install-recommends "${pkgs[@]}" >"$state/install.log" 2>&1 ||
-		fail "the pack's packages do not install on an empty machine: $(grep -E '^ |^E:' "$state/install.log" | head -n 8)"
+		fail "the pack's packages do not install on an empty machine: $(grep -E '^ |^E:' "$state/install.log" | sed -n 1,8p)"
 	# The fetch step of a real install: apt checks every file against the
 	# index's hashes (it refuses files it cannot check).
 	apt-get "${opts[@]}" -y --download-only install --no-install-recommends "${pkgs[@]}" \
-		>"$state/fetch.log" 2>&1 || fail "apt cannot fetch the pack's packages: $(grep '^E:' "$state/fetch.log" | head -n 3)"
+		>"$state/fetch.log" 2>&1 || fail "apt cannot fetch the pack's packages: $(grep '^E:' "$state/fetch.log" | sed -n 1,3p)"
 	assert_grep '^Download complete and in download only mode' "$state/fetch.log"
 	local pkg
 	for pkg in "${pkgs[@]}" libllvm16 qemu-system-common; do

@@ -26,6 +26,13 @@ assert_eq() {
 	[ "$1" = "$2" ] || fail "${3:-values differ}: got '$1', want '$2'"
 }
 
+# has_match ERE: standard input has a line matching ERE. Unlike grep -q
+# it reads to the end, so the writer never dies of SIGPIPE (under
+# pipefail that fails the pipeline although the line was there).
+has_match() {
+	HAS_MATCH_RE=$1 awk '$0 ~ ENVIRON["HAS_MATCH_RE"] { found = 1 } END { exit !found }'
+}
+
 # expect_exit CODE CMD...: run CMD, require exit status CODE; output in $OUT.
 expect_exit() {
 	local want=$1 got=0
@@ -82,7 +89,7 @@ preamble_type() {
 	local arch=$1 func=$2 id addr
 	if [ "$arch" = x86_64 ]; then
 		id=$(llvm-objdump-16 -d --disassemble-symbols="__cfi_$func" "$(vmlinux_of "$arch")" 2>/dev/null |
-			sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p' | head -n 1)
+			sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p' | sed -n 1p)
 		[ -n "$id" ] || id=none
 		printf '%s\n' "$id"
 	else
@@ -99,13 +106,13 @@ site_expected_type() {
 	dis=$(llvm-objdump-16 -d --disassemble-symbols="$func" "$(vmlinux_of "$arch")" 2>/dev/null)
 	if [ "$arch" = x86_64 ]; then
 		local neg
-		neg=$(printf '%s\n' "$dis" | sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %r1[01]d.*/\1/p' | head -n 1)
+		neg=$(printf '%s\n' "$dis" | sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %r1[01]d.*/\1/p' | sed -n 1p)
 		[ -n "$neg" ] || return 1
 		printf '%08x\n' $(((-0x$neg) & 0xffffffff))
 	else
 		local lo hi
-		lo=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+)$/\1/p' | head -n 1)
-		hi=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+), lsl #16.*/\1/p' | head -n 1)
+		lo=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+)$/\1/p' | sed -n 1p)
+		hi=$(printf '%s\n' "$dis" | sed -nE 's/.*movk[[:space:]]+w17, #0x([0-9a-f]+), lsl #16.*/\1/p' | sed -n 1p)
 		[ -n "$lo" ] && [ -n "$hi" ] || return 1
 		printf '%08x\n' $(((0x$hi << 16) | 0x$lo))
 	fi

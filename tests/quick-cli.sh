@@ -12,7 +12,7 @@ test_help_for_every_subcommand() {
 
 test_unknown_arch_is_a_usage_error() {
 	expect_exit 2 env KCFI_LAB_HOME="$TEST_TMP/h" "$KCFI_LAB_ROOT/run.sh" riscv
-	[ "$(printf '%s\n' "$OUT" | head -n 1)" = "kcfi-lab: error: unknown arch or command: riscv (arches: x86_64, arm64)" ] ||
+	[ "$(printf '%s\n' "$OUT" | sed -n 1p)" = "kcfi-lab: error: unknown arch or command: riscv (arches: x86_64, arm64)" ] ||
 		fail "unexpected message: $OUT"
 	[[ "$OUT" == *usage:* ]] || fail "no usage after the error"
 	[ ! -e "$TEST_TMP/h" ] || fail "a usage error created the state directory"
@@ -37,7 +37,8 @@ test_status_on_empty_home_with_spaces() {
 	[[ "$OUT" == *"worktree:       none"* ]] || fail "status claims a worktree: $OUT"
 }
 
-# A PATH holding every host command but one.
+# path_without CMD: set NO_PATH to a PATH holding every host command but
+# CMD. Asserts, so never inside $(...).
 path_without() {
 	local dir="$TEST_TMP/path-without-$1" d
 	mkdir -p "$dir"
@@ -47,16 +48,15 @@ path_without() {
 	done
 	rm -f "$dir/$1"
 	[ ! -e "$dir/$1" ] || fail "could not hide $1"
-	echo "$dir"
+	NO_PATH=$dir
 }
 
 test_missing_tool_gives_install_hint() {
-	local path
-	path=$(path_without clang-16)
-	expect_exit 1 env PATH="$path" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" build
+	path_without clang-16
+	expect_exit 1 env PATH="$NO_PATH" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" build
 	assert_eq "$OUT" "kcfi-lab: error: clang-16 not found; install it with: ./run.sh setup (or: sudo apt-get install clang-16)"
-	path=$(path_without qemu-system-aarch64)
-	expect_exit 1 env PATH="$path" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" arm64 --run true
+	path_without qemu-system-aarch64
+	expect_exit 1 env PATH="$NO_PATH" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" arm64 --run true
 	[[ "$OUT" == *"qemu-system-aarch64 not found"*"apt-get install qemu-system-arm)" ]] || fail "unexpected: $OUT"
 }
 
@@ -66,7 +66,7 @@ test_gdb_port_taken_is_refused_early() {
 	python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(30)" &
 	local pid=$! _
 	for _ in $(seq 1 100); do
-		ss -Htln "sport = :$port" | grep -q . && break
+		[ -n "$(ss -Htln "sport = :$port")" ] && break
 		sleep 0.1
 	done
 	# Were the check to miss, the lab must not start a kernel import here.

@@ -2,11 +2,15 @@
 # Static checks: shell lint and syntax, the bundle, the host tool.
 
 shell_files() {
-	local f
+	local f first
 	while IFS= read -r f; do
 		case "$f" in
 		*.sh | .ci/run) echo "$f" ;;
-		*) head -c 64 "$f" | grep -q '^#!.*\(bash\|/sh\|busybox sh\)' && echo "$f" ;;
+		*)
+			first=""
+			LC_ALL=C read -r -n 64 first <"$f" || true
+			[[ "$first" =~ ^\#!.*(bash|/sh|busybox\ sh) ]] && echo "$f"
+			;;
 		esac
 	done < <(git ls-files --cached --others --exclude-standard | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 	return 0
@@ -21,10 +25,80 @@ test_shellcheck_clean() {
 	printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 6 shellcheck -x
 }
 
+# The shell files of tests/, exercises/ and lab/ (and run.sh, .ci/run)
+# that bash runs on the host.
+host_shell_files() {
+	local f first
+	while IFS= read -r f; do
+		case "$f" in
+		tests/* | exercises/* | lab/* | run.sh | .ci/run) [[ "$(sed -n 1p "$f")" == *bash* ]] && echo "$f" ;;
+		esac
+	done < <(shell_files)
+	return 0
+}
+
+test_no_shapes_that_hide_failures() {
+	local -a files
+	mapfile -t files < <(host_shell_files)
+	[ "${#files[@]}" -gt 30 ] || fail "found only ${#files[@]} host shell files"
+	tests/check-shapes.sh "${files[@]}" || fail "see tests/check-shapes.sh for why these shapes hide failures"
+}
+
+test_shape_check_finds_every_shape() {
+	# The check itself can fail: samples of each shape, and the fixed
+	# forms that must pass.
+	local bad="$TEST_TMP/bad-shapes.sh" good="$TEST_TMP/good-shapes.sh" out rc=0
+	cat >"$bad" <<-'EOF'
+		helper() {
+			assert_eq "$1" x
+			echo "$TEST_TMP/f"
+		}
+		outer() {
+			local f
+			f=$(helper y)
+		}
+		reader() {
+			llvm-objdump -d vmlinux | grep -q ud2
+			x=$(find . -name '*.ko' | head -n 1)
+			llvm-nm vmlinux |
+				grep -m1 foo
+			nm vmlinux | awk '$3 == "f" { print $1; exit }'
+		}
+		runner() {
+			(
+				assert_eq a b
+			) >log || rc=$?
+		}
+	EOF
+	out=$(tests/check-shapes.sh "$bad") || rc=$?
+	assert_eq "$rc" 1 "exit status on bad shapes"
+	assert_eq "$(printf '%s\n' "$out" | cut -d: -f2 | tr '\n' ' ')" "7 10 11 13 14 19 " "the lines found"
+	cat >"$good" <<-'EOF'
+		helper() {
+			assert_eq "$1" x
+			RESULT="$TEST_TMP/f"
+		}
+		reader() {
+			dis=$(llvm-objdump -d vmlinux)
+			grep -q ud2 <<<"$dis"
+			x=$(find . -name '*.ko' | sed -n 1p)
+			[ "$x" = y ] || helper "$x"
+			echo a || grep -q b c
+		}
+		runner() {
+			(
+				assert_eq a b
+			) >log &
+			wait "$!" || rc=$?
+		}
+	EOF
+	tests/check-shapes.sh "$good" || fail "the fixed forms were flagged"
+}
+
 test_shell_syntax() {
 	local f
 	while IFS= read -r f; do
-		if head -n 1 "$f" | grep -q bash; then bash -n "$f"; else busybox sh -n "$f"; fi
+		if [[ "$(sed -n 1p "$f")" == *bash* ]]; then bash -n "$f"; else busybox sh -n "$f"; fi
 	done < <(shell_files)
 }
 

@@ -118,7 +118,7 @@ if [ "$compile_ok" = 1 ] && [ "$compared" -eq "$total" ] && [ "$joined" -eq "$to
 	pass "hash: $total prototypes ($nedge edge cases, $((total - nedge)) random) match clang-16's ids, 0 mismatches"
 else
 	fail "hash: compared $joined of $total prototypes (clang emitted $compared ids); mismatches:"
-	printf '%s\n' "$mismatches" | head -n 10 | while read -r n want got; do
+	printf '%s\n' "$mismatches" | sed -n 1,10p | while read -r n want got; do
 		echo "    $(sed -n "$((n + 1))p" "$BUILD/protos-hash-input.txt"): clang 0x$want, kcfi 0x$got"
 	done
 fi
@@ -129,7 +129,8 @@ if [ "$("$KCFI" hash --mangled FvPiE _ZTSFiPiE)" = "$(printf '0x7e0c52a5  _ZTSFv
 else
 	fail "hash --mangled output"
 fi
-if "$KCFI" hash -v 'void (struct foo *, struct foo *)' | grep -qx '0x5baedfa3  _ZTSFvP3fooS0_E  void (struct foo \*, struct foo \*)'; then
+if out=$("$KCFI" hash -v 'void (struct foo *, struct foo *)') &&
+	grep -qx '0x5baedfa3  _ZTSFvP3fooS0_E  void (struct foo \*, struct foo \*)' <<<"$out"; then
 	pass "hash -v prints the mangled name"
 else
 	fail "hash -v output"
@@ -178,7 +179,7 @@ compare_scan() { # FILE
 		pass "scan $name: $nf preambles and $ns check sites agree with llvm-objdump"
 	else
 		fail "scan $name: differs from llvm-objdump ($nf preambles, $ns sites in reference):"
-		diff <(echo "$ref") <(echo "$got") | head -n 10 | sed 's/^/    /' || true
+		diff <(echo "$ref") <(echo "$got") | sed -n '1,10s/^/    /p' || true
 	fi
 }
 
@@ -198,11 +199,11 @@ ref=$("$OBJDUMP" -d "$objs/a64-exec" | awk -v exec=1 -f "$HERE/objdump-ref.awk" 
 	awk -v ids="$ids" 'BEGIN { n = split(ids, v, "\n"); for (i = 1; i <= n; i++) ok[v[i]] = 1 }
 		$1 == "S" || ok[$3]' | sort)
 got=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | sort)
-if [ -n "$ref" ] && [ "$ref" = "$got" ] && "$KCFI" scan "$f" | grep -q 'no mapping symbols'; then
+if [ -n "$ref" ] && [ "$ref" = "$got" ] && out=$("$KCFI" scan "$f") && grep -q 'no mapping symbols' <<<"$out"; then
 	pass "scan a64-exec-nomap: known-id fallback finds exactly the $(grep -c '^F' <<<"$ref") reachable preambles"
 else
 	fail "scan a64-exec-nomap: fallback differs:"
-	diff <(echo "$ref") <(echo "$got") | head -n 10 | sed 's/^/    /' || true
+	diff <(echo "$ref") <(echo "$got") | sed -n '1,10s/^/    /p' || true
 fi
 
 # x86_64: every check site is listed in .kcfi_traps, and nothing else is;
@@ -261,13 +262,13 @@ for target in x86_64 aarch64; do
 	"$CLANG" --target="$target-linux-gnu" -c "$HERE/typed-$target.s" -o "$objs/typed-$target.o"
 	"$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -c "$BUILD/ids.c" -o "$BUILD/ids-$target.o"
 	"$LLD" -r "$objs/typed-$target.o" "$BUILD/ids-$target.o" -o "$objs/typed-ko-$target.o"
-	if "$KCFI" scan "$objs/typed-$target.o" |
-		grep -q '  ?  *asm_typed2  (id from __kcfi_typeid_asm_typed2, undefined here)$' &&
-		"$KCFI" scan "$objs/typed-ko-$target.o" |
-		grep -q "  $want  asm_typed2  (id from __kcfi_typeid_asm_typed2)\$"; then
+	if out=$("$KCFI" scan "$objs/typed-$target.o") &&
+		grep -q '  ?  *asm_typed2  (id from __kcfi_typeid_asm_typed2, undefined here)$' <<<"$out" &&
+		out=$("$KCFI" scan "$objs/typed-ko-$target.o") &&
+		grep -q "  $want  asm_typed2  (id from __kcfi_typeid_asm_typed2)\$" <<<"$out"; then
 		pass "scan $target typed asm: id via __kcfi_typeid_ relocation (undefined alone, $want after ld -r)"
 	else
-		fail "scan $target typed asm: $("$KCFI" scan "$objs/typed-ko-$target.o" | grep asm_typed2 | head -n 1)"
+		fail "scan $target typed asm: $("$KCFI" scan "$objs/typed-ko-$target.o" | grep asm_typed2 | sed -n 1p)"
 	fi
 done
 
@@ -311,7 +312,7 @@ for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
 		fi
 		# The SYMBOL+OFF form kcfi prints must lead back to the same site.
 		symoff=$(sed -n 's/^check site: trap at [^ ]* (\(.*\))$/\1/p' <<<"$out")
-		if [ -n "$symoff" ] && ! "$KCFI" site "$f" "$symoff" | grep -q "expected type id: 0x$id"; then
+		if [ -n "$symoff" ] && ! { symout=$("$KCFI" site "$f" "$symoff") && grep -q "expected type id: 0x$id" <<<"$symout"; }; then
 			bad=1
 			echo "    site $symoff: not found"
 		fi
@@ -322,7 +323,7 @@ for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
 		fail "site ${f##*/}: wrong targets"
 	fi
 done
-if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" -eq 5 ]; then
+if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" = 5 ]; then
 	pass "site SYMBOL lists all 5 check sites in many()"
 else
 	fail "site SYMBOL: expected 5 sites in many()"
@@ -364,8 +365,8 @@ if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
 else
 	fail "explain arm64 round trip"
 fi
-if "$KCFI" explain --arch x86_64 'Code: 90 90 41 ba 5b ad f3 81 45 03 53 fc 74 02 <0f> 0b ff e0' |
-	grep -q '^expected type id: 0x7e0c52a5 '; then
+if out=$("$KCFI" explain --arch x86_64 'Code: 90 90 41 ba 5b ad f3 81 45 03 53 fc 74 02 <0f> 0b ff e0') &&
+	grep -q '^expected type id: 0x7e0c52a5 ' <<<"$out"; then
 	pass "explain x86_64 finds the check inside an oops Code: line"
 else
 	fail "explain x86_64 with leading bytes and <> marks"
@@ -465,7 +466,7 @@ for bin in "$KCFI" ${KCFI_ASAN:+"$KCFI_ASAN"}; do
 	if [ "$rc" -le 1 ] && [ "$nout" -eq "$nlines" ]; then
 		pass "hash ${bin##*/}: $nlines garbage/mangled lines, one result or error each, no crash"
 	else
-		fail "hash ${bin##*/}: exit $rc, $nout results for $nlines lines: $(grep -v 'cannot parse' "$BUILD/err" | head -n 3)"
+		fail "hash ${bin##*/}: exit $rc, $nout results for $nlines lines: $(grep -v 'cannot parse' "$BUILD/err" | sed -n 1,3p)"
 	fi
 done
 
@@ -505,7 +506,7 @@ for args in "${usage_cases[@]}"; do
 done
 for args in "--help" "help" "hash --help" "scan --help" "site -h" "explain --help"; do
 	# shellcheck disable=SC2086 # split the argument list on purpose
-	if "$KCFI" $args | grep -q '^usage: kcfi'; then
+	if out=$("$KCFI" $args) && grep -q '^usage: kcfi' <<<"$out"; then
 		pass "kcfi $args prints usage, exit 0"
 	else
 		fail "kcfi $args"
