@@ -32,7 +32,7 @@ kvm_usable() {
 	[ "$arch" = x86_64 ] || return 1
 	[ "${KCFI_LAB_ACCEL:-}" = tcg ] && return 1
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
-	version=$(qemu-system-x86_64 --version | head -n 1)
+	version=$(qemu-system-x86_64 --version | sed -n 1p)
 	cache="$LAB_STATE/kvm-probe"
 	if [ -f "$cache" ] && [ "$(head -n 1 "$cache")" = "$version" ]; then
 		[ "$(sed -n 2p "$cache")" = yes ]
@@ -42,12 +42,10 @@ kvm_usable() {
 	tmp=$(mktemp -d)
 	local initrd
 	initrd=$(OPT_FILES='' guest_initrd "$arch" true "$tmp")
-	if timeout 30 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -monitor none \
+	timeout 30 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -monitor none \
 		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$initrd" \
-		-append "console=ttyS0 nokaslr panic=-1" </dev/null 2>&1 |
-		grep -q 'kcfi-lab: run finished'; then
-		ok=yes
-	fi
+		-append "console=ttyS0 nokaslr panic=-1" </dev/null >"$tmp/console" 2>&1 || true
+	grep -q 'kcfi-lab: run finished' "$tmp/console" && ok=yes
 	rm -rf "$tmp"
 	printf '%s\n%s\n' "$version" "$ok" >"$cache"
 	[ "$ok" = yes ]
@@ -69,7 +67,7 @@ accel_args() {
 }
 
 port_in_use() {
-	ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
 }
 
 # gdb_port: the port for QEMU's gdbstub on 127.0.0.1; --gdb-port or a free
@@ -118,16 +116,25 @@ run_scripted() {
 	qemu_args "$arch" "$initrd" "$mode" "$port" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
+	# However run.sh ends, it ends QEMU: timeout --foreground keeps QEMU
+	# in run.sh's process group, where Ctrl-C and a hangup reach it, and
+	# the EXIT trap covers a kill of run.sh alone. The console is not
+	# block-buffered on its way (sed -u): a reader sees each line as the
+	# guest prints it.
+	cmd+=(-pidfile "$tmp/qemu.pid")
+	# shellcheck disable=SC2064 # tmp is fixed now
+	trap "stop_qemu '$tmp'" EXIT
 	log=$(new_log "run-$arch")
 	info "booting $arch ($mode), running: $cmds (console log: $log)"
 	[ -n "$port" ] && info "QEMU is halted; gdbstub on 127.0.0.1:$port (target remote 127.0.0.1:$port)"
 	{
 		rc=0
-		timeout "$timeout" "${cmd[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 || rc=$?
+		timeout --foreground "$timeout" "${cmd[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 || rc=$?
 		echo "$rc" >"$tmp/rc"
-	} | tr -d '\r' | tee "$log"
+	} | sed -u 's/\r//g' | tee "$log"
 	rc=$(cat "$tmp/rc")
-	rm -rf "$tmp"
+	stop_qemu "$tmp"
+	trap - EXIT
 	info "console log: $log"
 	if [ "$rc" = 124 ]; then
 		tail -n 5 "$log" | sed 's/^/  | /' >&2
@@ -146,8 +153,23 @@ run_inline() {
 	qemu_args "$arch" "$initrd" "$mode" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
+	# shellcheck disable=SC2064 # tmp is fixed now
+	trap "stop_qemu '$tmp'" EXIT
 	info "booting $arch ($mode); Ctrl-a x quits QEMU"
-	"${cmd[@]}" -nographic || rc=$?
-	rm -rf "$tmp"
+	"${cmd[@]}" -nographic -pidfile "$tmp/qemu.pid" || rc=$?
+	stop_qemu "$tmp"
+	trap - EXIT
 	return "$rc"
+}
+
+# stop_qemu DIR: end the QEMU whose pid file is in DIR, if it still
+# runs (its command line names DIR: a pid reused since is left alone),
+# and remove DIR.
+stop_qemu() {
+	local pid cmd
+	pid=$(cat "$1/qemu.pid" 2>/dev/null) || pid=""
+	if [ -n "$pid" ] && cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") && [[ "$cmd" == *"$1/"* ]]; then
+		kill "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$1"
 }

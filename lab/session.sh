@@ -18,11 +18,13 @@ write_gdbinit() {
 	GDB
 }
 
-# launcher FILE CMD...: a script that runs CMD, then ends the tmux window,
-# so that closing either pane closes QEMU and gdb both.
+# write_launcher FILE DIR CMD...: a script that runs CMD in a pane and
+# then ends the session's QEMU, so that leaving either pane (Ctrl-a x in
+# the console, quit in gdb) closes QEMU and gdb both (session_reaper
+# closes the window and the rest).
 write_launcher() {
-	local file=$1 dir=$2 target=$3
-	shift 3
+	local file=$1 dir=$2
+	shift 2
 	{
 		echo '#!/usr/bin/env bash'
 		printf 'dir=%q\n' "$dir"
@@ -32,9 +34,6 @@ write_launcher() {
 		printf '%q ' "$@"
 		echo
 		echo 'stop'
-		printf 'tmux kill-window -t %q 2>/dev/null\n' "$target"
-		# shellcheck disable=SC2016
-		echo 'rm -rf "$dir"'
 	} >"$file"
 	chmod +x "$file"
 }
@@ -48,9 +47,78 @@ wait_for_port() {
 	return 1
 }
 
-# run_session ARCH MODE: console (and gdb with --gdb) in tmux.
+# session_pids DIR: the processes started for a session: every command
+# line that names DIR (QEMU's pid file and initrd, gdb's gdbinit, the
+# launchers), except tmux's: a server that the session started keeps the
+# first command line it was given, and may serve other sessions by now.
+session_pids() {
+	local pid comm
+	for pid in $(pgrep -f -- "$1/"); do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		[[ "$comm" == tmux* ]] || echo "$pid"
+	done
+	return 0
+}
+
+# session_stop DIR SOCKET WINDOW: end one lab session: its QEMU, its gdb,
+# the launchers, its directory, its tmux window. Safe to call twice.
+session_stop() {
+	local dir=$1 sock=$2 win=$3 _ pids
+	[ -f "$dir/qemu.pid" ] && kill "$(cat "$dir/qemu.pid")" 2>/dev/null
+	pids=$(session_pids "$dir")
+	# shellcheck disable=SC2086 # a list of pids
+	[ -z "$pids" ] || kill -TERM $pids 2>/dev/null
+	for _ in $(seq 1 30); do
+		pids=$(session_pids "$dir")
+		[ -n "$pids" ] || break
+		sleep 0.1
+	done
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+	rm -rf "$dir"
+	# The window last: once it is gone, so is the rest.
+	[ -z "$win" ] || tmux -S "$sock" kill-window -t "$win" 2>/dev/null
+	return 0
+}
+
+# session_reaper DIR SOCKET WINDOW: in the background, detached from the
+# terminal: once the session's tmux window is gone (closed terminal,
+# killed session or server, Ctrl-a x, quit in gdb) or its QEMU has
+# exited, end everything the session started. Its own command line does
+# not name DIR, so that session_stop spares it.
+session_reaper() {
+	# shellcheck disable=SC2016 # expanded by the reaper's bash
+	KCFI_REAP_DIR=$1 KCFI_REAP_SOCK=$2 KCFI_REAP_WIN=$3 KCFI_LAB_ROOT=$KCFI_LAB_ROOT \
+		setsid -f bash -c '
+			. "$KCFI_LAB_ROOT/lab/session.sh"
+			session_watch
+		' </dev/null >/dev/null 2>&1
+}
+
+session_alive() {
+	local dir=$1 sock=$2 win=$3 pid wins
+	wins=$(tmux -S "$sock" list-windows -a -F '#{window_id}' 2>/dev/null) || return 1
+	grep -qxF -- "$win" <<<"$wins" || return 1
+	[ -f "$dir/qemu.pid" ] || return 0
+	pid=$(cat "$dir/qemu.pid" 2>/dev/null) || return 0
+	kill -0 "$pid" 2>/dev/null
+}
+
+session_watch() {
+	local dir=$KCFI_REAP_DIR sock=$KCFI_REAP_SOCK win=$KCFI_REAP_WIN
+	trap '' HUP INT
+	while [ -d "$dir" ] && session_alive "$dir" "$sock" "$win"; do
+		sleep 0.5
+	done
+	session_stop "$dir" "$sock" "$win"
+}
+
+# run_session ARCH MODE: console (and gdb with --gdb) in tmux. A reaper
+# ends QEMU and gdb once the window goes, however it goes; run.sh itself
+# ends the session when its terminal closes or it is killed while the
+# learner is attached.
 run_session() {
-	local arch=$1 mode=$2 name dir port="" target
+	local arch=$1 mode=$2 name dir port="" win sock
 	name="kcfi-lab-$arch-$$"
 	dir="$KCFI_LAB_HOME/run/$name"
 	mkdir -p "$dir"
@@ -61,27 +129,38 @@ run_session() {
 	local -a qemu
 	mapfile -t qemu <"$dir/args"
 	qemu+=(-nographic -pidfile "$dir/qemu.pid")
-	target="$name"
-	[ -n "${TMUX:-}" ] || target="$name:0"
-	write_launcher "$dir/console.sh" "$dir" "$target" "${qemu[@]}"
+	write_launcher "$dir/console.sh" "$dir" "${qemu[@]}"
 	if [ -n "${TMUX:-}" ]; then
-		tmux new-window -d -n "$name" "$dir/console.sh"
+		win=$(tmux new-window -d -P -F '#{window_id}' -n "$name" "$dir/console.sh")
 	else
-		tmux new-session -d -s "$name" -x 200 -y 50 -n "$arch" "$dir/console.sh"
+		win=$(tmux new-session -d -P -F '#{window_id}' -s "$name" -x 200 -y 50 -n "$arch" "$dir/console.sh")
 	fi
-	tmux set-option -t "$target" remain-on-exit off >/dev/null 2>&1 || true
+	sock=$(tmux display-message -p -t "$win" '#{socket_path}')
+	tmux set-option -t "$win" remain-on-exit off >/dev/null 2>&1 || true
+	session_reaper "$dir" "$sock" "$win"
 	if [ -n "$port" ]; then
-		wait_for_port "$port" || die "QEMU's gdbstub did not open 127.0.0.1:$port"
+		if ! wait_for_port "$port"; then
+			session_stop "$dir" "$sock" "$win"
+			die "QEMU's gdbstub did not open 127.0.0.1:$port"
+		fi
 		write_gdbinit "$arch" "$port" "$dir/gdbinit"
-		write_launcher "$dir/gdb.sh" "$dir" "$target" gdb-multiarch -q -x "$dir/gdbinit"
-		tmux split-window -h -t "$target" "$dir/gdb.sh"
+		write_launcher "$dir/gdb.sh" "$dir" gdb-multiarch -q -x "$dir/gdbinit"
+		tmux split-window -h -t "$win" "$dir/gdb.sh"
 		info "gdb is attached to 127.0.0.1:$port with QEMU halted: set breakpoints, then 'continue'"
 	fi
 	info "tmux ${TMUX:+window}${TMUX:-session} '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it"
 	if [ -n "${TMUX:-}" ]; then
-		tmux select-window -t "$target"
+		tmux select-window -t "$win"
 	elif is_tty; then
-		tmux attach-session -t "$name"
+		# A closed terminal (HUP) or a kill of run.sh ends the session;
+		# a deliberate detach leaves it running.
+		# shellcheck disable=SC2064 # the session is fixed now
+		trap "session_stop '$dir' '$sock' '$win'; exit 129" HUP
+		# shellcheck disable=SC2064
+		trap "session_stop '$dir' '$sock' '$win'; exit 143" TERM
+		tmux attach-session -t "$name" || true
+		trap - HUP TERM
+		[ ! -d "$dir" ] || info "detached; 'tmux attach -t $name' returns to the session"
 	else
 		info "no terminal: attach with 'tmux attach -t $name'"
 	fi
