@@ -44,8 +44,11 @@ cmd_clean() {
 	lock_home
 	if [ "${1:-}" = --all ]; then
 		info "removing $KCFI_LAB_HOME"
+		# Everything but the lock first, while it is held; then the lock.
+		find "$KCFI_LAB_HOME" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
+		rm -f "$KCFI_LAB_HOME/.lock"
 		unlock_home
-		rm -rf "$KCFI_LAB_HOME"
+		rmdir "$KCFI_LAB_HOME" 2>/dev/null || true
 		return
 	fi
 	info "removing build outputs, initramfs images and logs (kept: the kernel git repo and worktree; --all removes everything)"

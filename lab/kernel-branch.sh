@@ -6,8 +6,10 @@
 DISTRO_TARBALL=${KCFI_LAB_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 LAB_IDENT=(-c "user.name=KCFI Lab" -c "user.email=kcfi-lab@localhost")
 
+# lgit ARGS: git on the lab's repository, without the lock's descriptor:
+# nothing git leaves behind may hold the lab's lock.
 lgit() {
-	git --git-dir="$LAB_GIT" "${LAB_IDENT[@]}" "$@"
+	git --git-dir="$LAB_GIT" "${LAB_IDENT[@]}" "$@" 9>&-
 }
 
 distro_version() {
@@ -30,6 +32,10 @@ import_distro() {
 	tag=$(distro_tag)
 	version=$(distro_version)
 	[ -d "$LAB_GIT" ] || git init -q --bare "$LAB_GIT"
+	# git gc --auto, after a commit or a cherry-pick, would go on in the
+	# background for minutes, holding the lab's lock (fd 9) after run.sh
+	# has exited. In the foreground it is part of the run that caused it.
+	lgit config gc.autoDetach false
 	if lgit rev-parse -q --verify "refs/tags/$tag" >/dev/null; then
 		lgit update-ref refs/heads/distro "refs/tags/$tag"
 		return 0
@@ -41,7 +47,7 @@ import_distro() {
 	mkdir -p "$tmp"
 	tar -C "$tmp" -xf "$DISTRO_TARBALL"
 	local src date tree commit
-	src=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+	src=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | sed -n 1p)
 	[ -n "$src" ] || die "$DISTRO_TARBALL holds no source directory"
 	date="$(stat -c %Y "$DISTRO_TARBALL") +0000"
 	rm -f "$tmp.index"
@@ -67,7 +73,7 @@ verify_bundle() {
 			"refs/heads/$LAB_BRANCH:refs/heads/check" 2>&1) &&
 		out=""
 	rm -rf "$scratch"
-	[ -z "$out" ] || die "$KCFI_LAB_BUNDLE is damaged: $(printf '%s\n' "$out" | grep -v '^$' | head -n 1)"
+	[ -z "$out" ] || die "$KCFI_LAB_BUNDLE is damaged: $(printf '%s\n' "$out" | grep -v '^$' | sed -n 1p)"
 }
 
 # bundle_state: "DISTRO-COMMIT BUNDLE-TIP" for the current inputs.

@@ -48,6 +48,9 @@ cmd_pack() {
 		[ -f "$(initramfs_image "$arch")" ] || die "no $arch initramfs; run: ./run.sh build $arch"
 	done
 	stage=$(mktemp -d)
+	# The stage and a half-written pack go however pack ends.
+	# shellcheck disable=SC2064 # both are fixed now
+	trap "rm -rf '$stage' '$output.tmp'" EXIT
 	local -a files=()
 	for arch in "$@"; do
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
@@ -63,6 +66,7 @@ cmd_pack() {
 	tar -czhf "$output.tmp" -C "$stage" MANIFEST SHA256SUMS -C "$KCFI_LAB_HOME" "${files[@]}"
 	mv "$output.tmp" "$output"
 	rm -rf "$stage"
+	trap - EXIT
 	info "wrote $output ($(du -h "$output" | cut -f1))"
 }
 
@@ -79,7 +83,7 @@ cmd_unpack() {
 	local bad sums rc=0
 	sums=$(cd "$tmp" && sha256sum -c --quiet SHA256SUMS 2>&1) || rc=$?
 	if [ "$rc" != 0 ]; then
-		bad=$(printf '%s\n' "$sums" | sed -n 's/: FAILED.*//p' | head -n 1)
+		bad=$(printf '%s\n' "$sums" | sed -n 's/: FAILED.*//p' | sed -n 1p)
 		die "$file is damaged: checksum mismatch${bad:+ in $bad}; copy it again"
 	fi
 	want=$(sed -n 's/^bundle-sha256: //p' "$tmp/MANIFEST")
