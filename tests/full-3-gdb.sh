@@ -9,7 +9,7 @@ free_port() {
 wait_listening() {
 	local port=$1 _
 	for _ in $(seq 1 600); do
-		ss -Htln "sport = :$port" | grep -q . && return 0
+		[ -n "$(ss -Htln "sport = :$port")" ] && return 0
 		sleep 0.2
 	done
 	fail "nothing listens on port $port"
@@ -17,10 +17,12 @@ wait_listening() {
 
 # The gdbstub listens on loopback only.
 assert_loopback_only() {
-	local port=$1 addrs
+	local port=$1 addrs addr
 	addrs=$(ss -Htln "sport = :$port" | awk '{ print $4 }')
 	[ -n "$addrs" ] || fail "nothing listens on $port"
-	printf '%s\n' "$addrs" | grep -qvE '^127\.0\.0\.1:[0-9]+$' && fail "gdbstub listens beyond loopback: $addrs"
+	for addr in $addrs; do
+		[[ "$addr" =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "gdbstub listens beyond loopback: $addrs"
+	done
 	return 0
 }
 
@@ -81,7 +83,7 @@ test_arm64_gdb_steps_to_brk() { gdb_walk arm64; }
 wait_pane() {
 	local _
 	for _ in $(seq 1 $((${3:-120} * 5))); do
-		tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$1" | grep -Eq -- "$2" && return 0
+		tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$1" | has_match "$2" && return 0
 		sleep 0.2
 	done
 	tmux -L "$TMUX_SOCK" capture-pane -p -J -S -40 -t "$1" >&2
@@ -90,7 +92,7 @@ wait_pane() {
 
 tmux_session_walk() {
 	local arch=$1 trap_insn win
-	TMUX_SOCK="kcfi-lab-test-$$"
+	TMUX_SOCK="kcfi-lab-test-$$-session"
 	if [ "$arch" = x86_64 ]; then trap_insn=ud2; else trap_insn=brk; fi
 	trap 'tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true' EXIT
 	tmux -L "$TMUX_SOCK" new-session -d -s learner -x 200 -y 50 \
@@ -105,14 +107,20 @@ tmux_session_walk() {
 	[ -n "$win" ] || fail "no console+gdb window appeared"
 	wait_pane "$win.1" '^\(gdb\) ?$' 60
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'hbreak lkdtm_indirect_call' Enter 'continue' Enter
-	wait_pane "$win.0" "kcfi-lab\\($arch\\):/# ?$" 300
+	# The prompt is not waited for at the end of the last line: a late
+	# kernel message can land after it. The shell evaluates $((...)), so
+	# the marker appears only once the guest ran what it was sent.
+	wait_pane "$win.0" "kcfi-lab\\($arch\\):/#" 300
+	# shellcheck disable=SC2016 # for the guest's shell
+	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'echo $((40 + 2))-kcfi-ready' Enter
+	wait_pane "$win.0" '42-kcfi-ready' 120
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'lkdtm CFI_FORWARD_PROTO' Enter
 	wait_pane "$win.1" 'Breakpoint 1, lkdtm_indirect_call' 120
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'kcfi-step-to-trap' Enter
 	wait_pane "$win.1" 'at the call: the types match' 60
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'continue' Enter 'kcfi-step-to-trap' Enter
 	wait_pane "$win.1" 'at the trap: the types differ' 60
-	tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$win.1" | grep -q "$trap_insn" ||
+	tmux -L "$TMUX_SOCK" capture-pane -p -J -S -300 -t "$win.1" | has_match "$trap_insn" ||
 		fail "gdb pane does not show the $trap_insn"
 	local qemu_dir
 	qemu_dir="$KCFI_LAB_HOME/run/${win#*:}"
@@ -121,10 +129,10 @@ tmux_session_walk() {
 	qpid=$(cat "$qemu_dir/qemu.pid")
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'quit' Enter
 	for _ in $(seq 1 100); do
-		tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | grep -qx "$win" || break
+		tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | has_match "^$win\$" || break
 		sleep 0.2
 	done
-	! tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | grep -qx "$win" ||
+	! tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name}' | has_match "^$win\$" ||
 		fail "the lab window is still open after quitting gdb"
 	sleep 1
 	! kill -0 "$qpid" 2>/dev/null || fail "QEMU ($qpid) still runs after the session closed"
@@ -161,4 +169,97 @@ test_exercise_gdb_commands_set_their_breakpoints() {
 		assert_grep 'in report_cfi_failure ' "$log" "ex06: report_cfi_failure"
 		assert_grep 'Exercise 05 \(arm64\)' "$log" "help ex05"
 	done
+}
+
+# session_leftovers DIR PORT: what a lab session (directory DIR, gdbstub
+# PORT) left behind: processes naming DIR, a listener on PORT, DIR itself.
+session_leftovers() {
+	local dir=$1 port=$2 pids
+	pids=$(pgrep -f -- "$dir/" || true)
+	[ -z "$pids" ] || ps -o pid=,args= -p "${pids//$'\n'/,}" || true
+	[ -z "$(ss -Htln "sport = :$port")" ] || echo "port $port still listening"
+	[ ! -e "$dir" ] || echo "directory $dir left behind"
+	return 0
+}
+
+# wait_gone DIR PORT: until nothing of the session is left (30 s).
+wait_gone() {
+	local _ left
+	for _ in $(seq 1 150); do
+		left=$(session_leftovers "$1" "$2")
+		[ -n "$left" ] || return 0
+		sleep 0.2
+	done
+	fail "left behind: $left"
+}
+
+# closed_terminal_round ROUND: ./run.sh --gdb in a terminal (script(1)
+# gives it a pty; a private tmux server), gdb continues the guest, then
+# the terminal goes away: its process is killed, the pty hangs up.
+closed_terminal_round() {
+	local round=$1 tmpdir="$TEST_TMP/tmux-term-$1" fifo="$TEST_TMP/term-$1.in" pid name dir port _
+	mkdir -p "$tmpdir"
+	mkfifo "$fifo"
+	# The fifo held open: the terminal's keyboard.
+	exec 7<>"$fifo"
+	TMUX_TMPDIR=$tmpdir TERM=xterm script -qfc "stty cols 200 rows 50; ./run.sh x86_64 --gdb" /dev/null \
+		<&7 >"$TEST_TMP/term-$round.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 600); do
+		# No server yet: tmux ls fails, and so does the pipeline.
+		name=$(TMUX_TMPDIR=$tmpdir tmux ls -F '#{session_name}' 2>/dev/null | sed -n '/^kcfi-lab-x86_64-/p') || name=""
+		dir="$KCFI_LAB_HOME/run/$name"
+		[ -n "$name" ] && [ -f "$dir/gdbinit" ] && break
+		sleep 0.2
+	done
+	[ -n "$name" ] || fail "round $round: no lab session appeared: $(tail -n 5 "$TEST_TMP/term-$round.out")"
+	[ -f "$dir/gdbinit" ] ||
+		fail "round $round: no lab session with gdb appeared: $(tail -n 5 "$TEST_TMP/term-$round.out")"
+	port=$(sed -n 's/^target remote 127\.0\.0\.1://p' "$dir/gdbinit")
+	for _ in $(seq 1 300); do
+		TMUX_TMPDIR=$tmpdir tmux capture-pane -p -J -t "$name:0.1" 2>/dev/null | has_match '^\(gdb\)' && break
+		sleep 0.2
+	done
+	TMUX_TMPDIR=$tmpdir tmux send-keys -t "$name:0.1" continue Enter
+	for _ in $(seq 1 300); do
+		TMUX_TMPDIR=$tmpdir tmux capture-pane -p -J -S -200 -t "$name:0.0" 2>/dev/null | has_match 'Linux version' && break
+		sleep 0.2
+	done
+	TMUX_TMPDIR=$tmpdir tmux capture-pane -p -J -S -200 -t "$name:0.0" | has_match 'Linux version' ||
+		fail "round $round: the guest did not run after continue"
+	# The terminal closes.
+	kill -KILL "$pid"
+	exec 7>&-
+	wait "$pid" 2>/dev/null || true
+	wait_gone "$dir" "$port"
+	[ -z "$(TMUX_TMPDIR=$tmpdir tmux ls 2>/dev/null)" ] || fail "round $round: the lab's tmux server still runs"
+}
+
+test_closing_the_terminal_under_gdb_leaves_nothing() {
+	closed_terminal_round 1
+	closed_terminal_round 2
+}
+
+test_killing_the_learners_tmux_session_leaves_nothing() {
+	# Inside the learner's own tmux: run.sh opens a window there; the
+	# learner kills the whole session while the guest runs under gdb.
+	local sock="kcfi-lab-test-$$-learner" win name dir port _
+	TMUX_SOCK=$sock
+	tmux -L "$sock" new-session -d -s learner -x 200 -y 50 "cd '$KCFI_LAB_ROOT' && ./run.sh x86_64 --gdb; sleep 600"
+	for _ in $(seq 1 600); do
+		win=$(tmux -L "$sock" list-windows -a -F '#{window_id} #{window_name} #{window_panes}' |
+			awk '$2 ~ /^kcfi-lab-x86_64-/ && $3 == 2 { print $1 " " $2 }')
+		[ -n "$win" ] && break
+		sleep 0.2
+	done
+	[ -n "$win" ] || fail "no console+gdb window appeared"
+	name=${win#* }
+	win=${win%% *}
+	dir="$KCFI_LAB_HOME/run/$name"
+	port=$(sed -n 's/^target remote 127\.0\.0\.1://p' "$dir/gdbinit")
+	wait_pane "$win.1" '^\(gdb\)' 60
+	tmux -L "$sock" send-keys -t "$win.1" continue Enter
+	wait_pane "$win.0" 'Linux version' 120
+	tmux -L "$sock" kill-session -t learner
+	wait_gone "$dir" "$port"
 }

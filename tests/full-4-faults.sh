@@ -26,7 +26,7 @@ perturb() {
 	local home=$1 git_dir="$1/linux.git" idx="$TEST_TMP/perturb.index" tag tree commit
 	shift
 	tag=$(git --git-dir="$git_dir" describe --tags --match 'distro/*' --abbrev=0 distro 2>/dev/null ||
-		git --git-dir="$git_dir" tag --list 'distro/*' | head -n 1)
+		git --git-dir="$git_dir" tag --list 'distro/*' | sed -n 1p)
 	rm -f "$idx"
 	GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" read-tree distro
 	while [ $# -gt 0 ]; do
@@ -52,7 +52,11 @@ test_replay_onto_a_later_import() {
 		kernel/cfi.c '1a /* 6.1.y drift */' \
 		drivers/misc/lkdtm/cfi.c "\$a /* 6.1.y drift */" \
 		Makefile 's/^SUBLEVEL = .*/SUBLEVEL = 999/'
+	# git gc --auto runs after the replay's commits; it must not go on in
+	# the background holding the lab's lock once prepare has returned.
+	git --git-dir="$home/linux.git" config gc.auto 1
 	KCFI_LAB_HOME="$home" lab prepare
+	flock -n "$home/.lock" true || fail "the lock is still held after prepare: $(fuser -v "$home/.lock" 2>&1)"
 	local wt="$home/worktree"
 	assert_eq "$(git -C "$wt" log --format=%s distro..HEAD)" "$(git -C "$LAB_WORKTREE" log --format=%s distro..HEAD)" \
 		"replayed commits"
@@ -72,7 +76,7 @@ test_replay_onto_a_later_import() {
 	assert_eq "$(git -C "$wt" rev-parse HEAD)" "$head" "worktree head after a failed replay"
 	[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "failed replay left the worktree dirty"
 	[ ! -e "$home/replay.tmp" ] || fail "scratch worktree left behind"
-	git -C "$wt" worktree list | grep -q replay && fail "scratch worktree still registered"
+	git -C "$wt" worktree list | has_match replay && fail "scratch worktree still registered"
 	return 0
 }
 
@@ -127,4 +131,39 @@ test_hung_guest_times_out_with_last_lines() {
 		fail "unexpected: $OUT"
 	[[ "$OUT" == *"  | "* ]] || fail "no console lines shown"
 	! pgrep -f 'rdinit=/bin/busybox -- sleep 1000' >/dev/null || fail "QEMU left running"
+}
+
+# scripted_qemu MARKER: the QEMU processes whose command line has MARKER.
+scripted_qemu() {
+	pgrep -f -- "qemu-system-.*$1" || true
+}
+
+# scripted_run_ended_by SIGNAL TARGET: a --run whose guest sleeps, ended
+# by SIGNAL sent to run.sh (TARGET pid) or to its whole process group
+# (TARGET group), as kill and Ctrl-C do: QEMU must go with it.
+scripted_run_ended_by() {
+	local sig=$1 target=$2 marker="kcfi-lab-test-$$-$1-$2" pid _
+	set -m
+	"$KCFI_LAB_ROOT/run.sh" x86_64 --append "$marker" --run 'echo SLEEPING; sleep 600' >"$TEST_TMP/$marker.log" 2>&1 &
+	pid=$!
+	set +m
+	for _ in $(seq 1 600); do
+		grep -q '^SLEEPING' "$TEST_TMP/$marker.log" && break
+		sleep 0.2
+	done
+	grep -q '^SLEEPING' "$TEST_TMP/$marker.log" || fail "the guest never ran the command: $(tail -n 5 "$TEST_TMP/$marker.log")"
+	[ -n "$(scripted_qemu "$marker")" ] || fail "no QEMU with $marker"
+	if [ "$target" = group ]; then kill "-$sig" -- "-$pid"; else kill "-$sig" "$pid"; fi
+	wait "$pid" 2>/dev/null || true
+	for _ in $(seq 1 50); do
+		[ -n "$(scripted_qemu "$marker")" ] || return 0
+		sleep 0.2
+	done
+	fail "QEMU still runs after SIG$sig to run.sh's $target: $(scripted_qemu "$marker")"
+}
+
+test_ctrl_c_or_kill_of_a_scripted_run_ends_qemu() {
+	scripted_run_ended_by INT group
+	scripted_run_ended_by TERM pid
+	scripted_run_ended_by HUP group
 }

@@ -56,16 +56,71 @@ for f in "${files[@]}"; do
 done
 
 passed=0 failed=0 skipped=0
+
+# lab_processes: pid and command line of every QEMU, gdb and tmux process
+# that belongs to this KCFI_LAB_HOME or to this suite.
+lab_processes() {
+	local pid cmd
+	for pid in $(pgrep -f "qemu-system-|gdb-multiarch|tmux|$KCFI_LAB_HOME/run/" || true); do
+		[ "$pid" != "$$" ] || continue
+		cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+		case "$cmd" in
+		*"$KCFI_LAB_HOME/"* | *"$TEST_TMP/"* | *"kcfi-lab-test-$$"*) printf '%s %s\n' "$pid" "$cmd" ;;
+		esac
+	done
+	return 0
+}
+
+# reap_test PGID BEFORE: end what a test left behind, whether it passed
+# or not, so that one failure never causes another: its process group,
+# its tmux servers, and any new lab process (QEMU, gdb) started from
+# elsewhere, e.g. by a tmux pane. Prints what it had to kill.
+reap_test() {
+	local pgid=$1 before=$2 sock _ pid cmd
+	kill -TERM -- "-$pgid" 2>/dev/null || true
+	for sock in "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/kcfi-lab-test-$$"*; do
+		[ -S "$sock" ] || continue
+		tmux -S "$sock" kill-server 2>/dev/null || true
+		rm -f "$sock"
+	done
+	for _ in $(seq 1 50); do
+		kill -0 -- "-$pgid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL -- "-$pgid" 2>/dev/null || true
+	while read -r pid cmd; do
+		[ -n "$pid" ] || continue
+		grep -qxF "$pid $cmd" <<<"$before" && continue
+		echo "left running: $pid $cmd"
+		kill -TERM "$pid" 2>/dev/null || true
+	done < <(lab_processes)
+}
+
 run_test() {
-	local name=$1 log="$TEST_TMP/$1.log" rc=0 start=$SECONDS
+	local name=$1 log="$TEST_TMP/$1.log" rc=0 start=$SECONDS before pid left
+	before=$(lab_processes)
 	# In the background, so that errexit holds inside the test (it is
-	# ignored in a subshell that is the left side of "||").
+	# ignored in a subshell that is the left side of "||"), and in a
+	# process group of its own, so that reap_test finds all it started.
+	# inherit_errexit: an assertion inside $(...) still stops the test.
+	set -m
 	(
 		set -euo pipefail
+		shopt -s inherit_errexit
 		cd "$KCFI_LAB_ROOT"
 		"$name"
 	) >"$log" 2>&1 </dev/null &
-	wait $! || rc=$?
+	pid=$!
+	set +m
+	wait "$pid" || rc=$?
+	left=$(reap_test "$pid" "$before")
+	if [ -n "$left" ]; then
+		printf '%s\n' "$left" >>"$log"
+		if [ "$rc" = 0 ]; then
+			echo "FAIL: the test left processes running" >>"$log"
+			rc=1
+		fi
+	fi
 	case "$rc" in
 	0)
 		passed=$((passed + 1))
@@ -97,5 +152,7 @@ test_zz_host_kernel_untouched() {
 }
 run_test test_zz_host_kernel_untouched
 
+# The mutation test's count, when it ran (tests/full-7-mutations.sh).
+[ ! -s "$TEST_TMP/mutations.txt" ] || sed -n 1p "$TEST_TMP/mutations.txt"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
