@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Mutation testing: each fault of tests/mutants.txt is injected at a
+# boundary the tests observe (the guest console, the vmlinux, gdb), and
+# the tests named with it must fail on an assertion. A mutant that
+# survives means those tests can no longer see what they claim to check.
+
+# mutant_list: the mutants of tests/mutants.txt, one a line, the fields
+# separated by tabs (a fault may hold "|"; the file's separator is " | ").
+mutant_list() {
+	awk -F ' [|] ' -v OFS='\t' '!/^#/ && NF == 4 { $1 = $1; print }' "$KCFI_LAB_ROOT/tests/mutants.txt"
+}
+
+# wrap_tool DIR NAME SED-EXPR: a NAME in DIR that runs the real one with
+# its standard output through sed -E SED-EXPR. exec keeps the pid, so a
+# timeout or a kill reaches the real program.
+wrap_tool() {
+	local dir=$1 name=$2 expr=$3 real
+	real=$(command -v "$name") || fail "$name not found"
+	{
+		echo '#!/usr/bin/env bash'
+		printf 'exec %q "$@" > >(exec sed -u -E %q)\n' "$real" "$expr"
+	} >"$dir/$name"
+	chmod +x "$dir/$name"
+}
+
+# vaddr_offset VMLINUX ADDR-HEX: the file offset of a virtual address,
+# from the section headers.
+vaddr_offset() {
+	local a=$((0x$2)) line name type addr off size
+	while read -r line; do
+		[[ "$line" == *"] "* ]] || continue
+		read -r name type addr off size _ <<<"${line#*] }"
+		[ "$type" = PROGBITS ] || continue
+		if [ "$a" -ge $((0x$addr)) ] && [ "$a" -lt $((0x$addr + 0x$size)) ]; then
+			echo $((a - 0x$addr + 0x$off))
+			return 0
+		fi
+	done < <(llvm-readelf-16 -S --wide "$1")
+	return 0
+}
+
+# patch_type_id ARCH FUNC OUT: OUT becomes a copy of ARCH's vmlinux in
+# which the 32-bit type id in front of FUNC is changed.
+patch_type_id() {
+	local arch=$1 func=$2 out=$3 addr off word new
+	addr=$(symbol_addr "$arch" "$func")
+	[ -n "$addr" ] || fail "no $func in the $arch vmlinux"
+	addr=$(printf '%x' $((0x$addr - 4)))
+	off=$(vaddr_offset "$(vmlinux_of "$arch")" "$addr")
+	[ -n "$off" ] || fail "no section holds $addr in the $arch vmlinux"
+	mkdir -p "$(dirname "$out")"
+	cp "$(vmlinux_of "$arch")" "$out"
+	word=$(od -An -tx4 -j "$off" -N4 "$out" | tr -d ' ')
+	assert_eq "$word" "$(preamble_type "$arch" "$func")" "the word in front of $func is its type id"
+	# Flip one bit in each byte: another id, nothing else changes.
+	new=$(printf '%08x' $((0x$word ^ 0x01010101)))
+	# shellcheck disable=SC2059 # the format is the bytes, little-endian
+	printf "\\x${new:6:2}\\x${new:4:2}\\x${new:2:2}\\x${new:0:2}" |
+		dd of="$out" bs=1 seek="$off" conv=notrunc status=none
+	assert_eq "$(od -An -tx4 -j "$off" -N4 "$out" | tr -d ' ')" "$new" "the patched id"
+}
+
+# run_mutant NAME BOUNDARY FAULT TEST: run TEST with the mutant in place;
+# VERDICT becomes "killed", "survived" or "broken: WHY" (the mutant
+# stopped the test before any assertion: that proves nothing).
+run_mutant() {
+	local name=$1 boundary=$2 fault=$3 test=$4 dir="$TEST_TMP/mutant-$1" rc=0
+	local work="$dir/$test" arch
+	mkdir -p "$dir/bin" "$work"
+	case "$boundary" in
+	console)
+		wrap_tool "$dir/bin" qemu-system-x86_64 "$fault"
+		wrap_tool "$dir/bin" qemu-system-aarch64 "$fault"
+		;;
+	gdb) wrap_tool "$dir/bin" gdb-multiarch "$fault" ;;
+	vmlinux)
+		# The consoles of the real boots: only the build facts change.
+		cp "$TEST_TMP"/console-*.log "$work/" 2>/dev/null || true
+		for arch in x86_64 arm64; do
+			[ -e "$dir/$arch/vmlinux" ] || patch_type_id "$arch" "$fault" "$dir/$arch/vmlinux"
+		done
+		;;
+	*) fail "mutant $name: unknown boundary $boundary" ;;
+	esac
+	# shellcheck disable=SC2030,SC2031,SC2317 # the mutant lives in this subshell
+	(
+		set -euo pipefail
+		shopt -s inherit_errexit
+		export PATH="$dir/bin:$PATH" TEST_TMP="$work"
+		if [ "$boundary" = vmlinux ]; then
+			vmlinux_of() { echo "$dir/$1/vmlinux"; }
+		fi
+		"$test"
+	) >"$work.log" 2>&1 </dev/null &
+	# Waited for, not run on the left of "||", where errexit is off and a
+	# failed assertion would not stop the test.
+	wait "$!" || rc=$?
+	if [ "$rc" = 0 ]; then
+		VERDICT=survived
+	elif grep -qE 'boot failed|guest run failed|gdb failed' "$work.log" || ! grep -q '^FAIL: ' "$work.log"; then
+		VERDICT="broken: $(grep -m1 -E '^FAIL: |error' "$work.log" || tail -n 1 "$work.log")"
+	else
+		VERDICT=killed
+	fi
+}
+
+test_mutations_are_killed() {
+	local name boundary fault tests test total=0 killed=0
+	# shellcheck disable=SC2031 # run_mutant changes TEST_TMP in a subshell only
+	local report="$TEST_TMP/mutations.txt"
+	: >"$report.tmp"
+	while IFS=$'\t' read -r name boundary fault tests; do
+		total=$((total + 1))
+		local all=killed
+		for test in $tests; do
+			declare -F "$test" >/dev/null || fail "mutant $name names no test $test"
+			run_mutant "$name" "$boundary" "$fault" "$test"
+			echo "mutant $name: $test: $VERDICT"
+			if [ "$VERDICT" != killed ]; then
+				all=no
+				echo "mutant $name ($boundary: $fault): $test $VERDICT" >>"$report.tmp"
+			fi
+		done
+		[ "$all" != killed ] || killed=$((killed + 1))
+	done < <(mutant_list)
+	[ "$total" -gt 0 ] || fail "no mutants in tests/mutants.txt"
+	{
+		echo "mutations: $killed killed of $total"
+		sed 's/^/  /' "$report.tmp"
+	} >"$report"
+	cat "$report"
+	assert_eq "$killed" "$total" "mutants killed"
+}
