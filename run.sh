@@ -28,14 +28,14 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/exercises.sh"
 
 print_usage() {
-	cat <<'USAGE'
+	cat <<USAGE
 usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
        ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
        ./run.sh kcfi hash|scan|site|explain ARGS... | --help
 
-  ARCH            x86_64 (default; also x86, amd64) or arm64 (also aarch64)
+  ARCH            $(arch_usage); default $(kernel_get default_arch)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
   --strict        CFI failures oops (default)
   --permissive    CFI failures warn and continue (boots with cfi=warn)
@@ -46,7 +46,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   --gdb-port P    the gdbstub's port on 127.0.0.1 (default: a free one)
   --file PATH     copy PATH into the guest's /root (repeatable)
 
-  setup           install missing Debian packages, fetch arm64 busybox
+  setup           install missing Debian packages, fetch the other arches' busybox
   prepare         import the distro source, replay the kernel branch (no build)
   build           prepare, then build kernel and initramfs
   test            run the test suite (--quick: no kernel build; --only REGEX)
@@ -59,7 +59,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
   unpack FILE     install a pack: boot without building (and install its packages)
   kcfi            the host tool: type ids, preambles, check sites (builds it first)
 
-State lives in ${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
+State lives in \${KCFI_LAB_HOME:-\${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
 USAGE
 }
 
@@ -67,14 +67,14 @@ USAGE
 prepare() {
 	local arch
 	if from_pack "$1"; then
-		require_tool "$(qemu_binary "$1")" "qemu-system-$([ "$1" = arm64 ] && echo arm || echo x86)"
+		require_tool "$(qemu_binary "$1")" "$(arch_get "$1" qemu_package)"
 		info "using the $1 kernel from the pack ($(sed -n 's/^created: //p' "$PACK_MANIFEST"))"
 		return 0
 	fi
 	lock_home
 	ensure_packages
 	for arch in "$@"; do
-		[ "$arch" = arm64 ] && fetch_busybox_arm64
+		fetch_busybox "$arch"
 	done
 	prepare_tree
 	for arch in "$@"; do
@@ -84,27 +84,48 @@ prepare() {
 	unlock_home
 }
 
+# boot ARCH MODE GDB NO_TMUX RUN_SET CMDS TIMEOUT APPEND PORT [FILE...]:
+# the options of a boot, each passed as it was parsed (GDB, NO_TMUX and
+# RUN_SET are 1 or empty; PORT is --gdb-port's value or empty).
 boot() {
-	local arch=$1 mode=$2
+	local arch=$1 mode=$2 gdb=$3 no_tmux=$4 run_set=$5 cmds=$6 timeout=$7 append=$8 want_port=$9 port=""
+	shift 9
 	# A taken port is refused before minutes of building, not after.
-	if [ -n "${OPT_GDB:-}" ] && [ -n "${OPT_GDB_PORT:-}" ]; then
-		gdb_port >/dev/null
+	if [ -n "$gdb" ] && [ -n "$want_port" ]; then
+		gdb_port "$want_port" >/dev/null
+	fi
+	if [ -n "$gdb" ] && [ -z "$run_set" ] && { [ -n "$no_tmux" ] || ! is_tty; }; then
+		die "--gdb needs a terminal for tmux; for scripts use --gdb with --run and attach gdb to the printed port"
 	fi
 	prepare "$arch"
-	if [ -n "${OPT_RUN+set}" ]; then
-		run_scripted "$arch" "$mode" "$OPT_RUN"
-	elif [ -z "${OPT_NO_TMUX:-}" ] && is_tty; then
-		run_session "$arch" "$mode"
-	elif [ -n "${OPT_GDB:-}" ]; then
-		die "--gdb needs a terminal for tmux; for scripts use --gdb with --run and attach gdb to the printed port"
+	[ -z "$gdb" ] || port=$(gdb_port "$want_port")
+	if [ -n "$run_set" ]; then
+		run_scripted "$arch" "$mode" "$cmds" "$timeout" "$port" "$append" "$@"
+	elif [ -z "$no_tmux" ] && is_tty; then
+		run_session "$arch" "$mode" "$port" "$append" "$@"
 	else
-		run_inline "$arch" "$mode"
+		run_inline "$arch" "$mode" "$append" "$@"
 	fi
 }
 
+# option_of OPTION SUB ALLOWED...: refuse OPTION unless SUB is one of
+# ALLOWED ("boot" is ./run.sh [ARCH]).
+option_of() {
+	local opt=$1 sub=$2 ok
+	shift 2
+	for ok in "$@"; do
+		[ "$sub" = "$ok" ] && return 0
+	done
+	usage_error "$opt is an option of ${*/#boot/a boot (./run.sh [ARCH])}, not of ${sub/#boot/a boot}"
+}
+
+# main ARGS...: parse the command line into main's own variables (no
+# caller's environment can set them) and pass them to the subcommand.
 main() {
 	local arch="" mode=strict sub=boot
-	local -a args=()
+	local gdb="" no_tmux="" run_set="" cmds="" timeout="" append="" port=""
+	local all="" debs="" output="" pack="" a
+	local -a args=() files=()
 	case "${1:-}" in
 	test)
 		shift
@@ -130,75 +151,94 @@ main() {
 			print_usage
 			return 0
 			;;
-		--gdb) OPT_GDB=1 ;;
-		--strict) mode=strict ;;
-		--permissive) mode=permissive ;;
-		--no-tmux) OPT_NO_TMUX=1 ;;
+		--gdb | --strict | --permissive | --no-tmux)
+			option_of "$1" "$sub" boot
+			case "$1" in
+			--gdb) gdb=1 ;;
+			--no-tmux) no_tmux=1 ;;
+			*) mode=${1#--} ;;
+			esac
+			;;
 		--run | --timeout | --append | --gdb-port | --file)
+			option_of "$1" "$sub" boot
 			[ $# -ge 2 ] || usage_error "$1 needs a value"
 			case "$1" in
 			--file)
 				[ -f "$2" ] || usage_error "--file: no such file: $2"
-				OPT_FILES+="${OPT_FILES:+$'\n'}$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+				files+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")")
 				;;
-			--run) OPT_RUN=$2 ;;
-			--timeout) OPT_TIMEOUT=$2 ;;
-			--append) OPT_APPEND=$2 ;;
-			--gdb-port) OPT_GDB_PORT=$2 ;;
+			--run)
+				run_set=1
+				cmds=$2
+				;;
+			--timeout) timeout=${2:-x} ;;
+			--append) append=$2 ;;
+			--gdb-port) port=${2:-x} ;;
 			esac
 			shift
 			;;
-		--quick | --all) args+=("$1") ;;
+		--all)
+			option_of "$1" "$sub" clean
+			all=1
+			;;
 		--debs)
-			[ "$sub" = pack ] || usage_error "--debs is an option of pack"
-			OPT_DEBS=1
+			option_of "$1" "$sub" pack
+			debs=1
 			;;
 		-o)
+			option_of "$1" "$sub" pack
 			[ $# -ge 2 ] || usage_error "-o needs a file name"
-			OPT_OUTPUT=$2
+			output=$2
 			shift
 			;;
 		-*) usage_error "unknown option: $1" ;;
 		*)
-			if [ "$sub" = unpack ] && [ -z "${OPT_PACK:-}" ]; then
-				OPT_PACK=$1
-				shift
-				continue
+			if [ "$sub" = unpack ] && [ -z "$pack" ]; then
+				pack=$1
+			else
+				case "$sub" in
+				boot) [ -z "$arch" ] || usage_error "unexpected argument: $1" ;;
+				build | pack) ;;
+				*) usage_error "unexpected argument: $1 ($sub takes no arch)" ;;
+				esac
+				a=$(normalize_arch "$1") || usage_error "unknown arch or command: $1 (arches: $(arch_list); see lab/arch/)"
+				if [ "$sub" = boot ]; then arch=$a; else args+=("$a"); fi
 			fi
-			if [ "$sub" = boot ] && [ -n "$arch" ]; then
-				usage_error "unexpected argument: $1"
-			fi
-			local a
-			a=$(normalize_arch "$1") || usage_error "unknown arch or command: $1 (arches: x86_64, arm64)"
-			if [ "$sub" = boot ]; then arch=$a; else args+=("$a"); fi
 			;;
 		esac
 		shift
 	done
-	case "${OPT_TIMEOUT:-1}" in '' | *[!0-9]*) usage_error "--timeout needs a number of seconds" ;; esac
-	case "${OPT_GDB_PORT:-1}" in '' | *[!0-9]*) usage_error "--gdb-port needs a port number" ;; esac
-	export OPT_GDB OPT_NO_TMUX OPT_TIMEOUT OPT_APPEND OPT_GDB_PORT OPT_FILES
+	case "$timeout" in *[!0-9]*) usage_error "--timeout needs a number of seconds" ;; esac
+	case "$port" in *[!0-9]*) usage_error "--gdb-port needs a port number" ;; esac
+	[ -z "$timeout" ] || [ -n "$run_set" ] || usage_error "--timeout goes with --run (a scripted boot)"
+	[ -z "$port" ] || [ -n "$gdb" ] || usage_error "--gdb-port goes with --gdb"
 	case "$sub" in
-	boot) boot "${arch:-x86_64}" "$mode" ;;
+	boot)
+		boot "${arch:-$(kernel_get default_arch)}" "$mode" "$gdb" "$no_tmux" "$run_set" "$cmds" \
+			"${timeout:-300}" "$append" "$port" "${files[@]}"
+		;;
 	setup) lock_home && cmd_setup ;;
 	prepare)
 		lock_home
 		ensure_packages
 		prepare_tree
 		;;
-	build) prepare "${args[@]:-x86_64}" ;;
+	build)
+		[ "${#args[@]}" -gt 0 ] || args=("$(kernel_get default_arch)")
+		prepare "${args[@]}"
+		;;
 	status) cmd_status ;;
-	clean) cmd_clean "${args[@]}" ;;
+	clean) cmd_clean "$all" ;;
 	bundle) cmd_bundle ;;
 	pack)
-		[ "${#args[@]}" -gt 0 ] || args=(x86_64 arm64)
+		[ "${#args[@]}" -gt 0 ] || mapfile -t args < <(lab_arches)
 		lock_home
-		cmd_pack "${OPT_OUTPUT:-$KCFI_LAB_HOME/kcfi-lab-pack.tar.gz}" "${args[@]}"
+		cmd_pack "${output:-$KCFI_LAB_HOME/kcfi-lab-pack.tar.gz}" "$debs" "${args[@]}"
 		;;
 	unpack)
-		[ -n "${OPT_PACK:-}" ] || usage_error "unpack needs a pack file"
+		[ -n "$pack" ] || usage_error "unpack needs a pack file"
 		lock_home
-		cmd_unpack "$OPT_PACK"
+		cmd_unpack "$pack"
 		;;
 	esac
 }

@@ -65,11 +65,11 @@ ex_parse_args() {
 		case "$1" in
 		--arch)
 			[ $# -ge 2 ] || ex_usage "--arch needs a value"
-			EX_ARCH=$(normalize_arch "$2") || ex_usage "unknown arch: $2 (x86_64 or arm64)"
+			EX_ARCH=$(normalize_arch "$2") || ex_usage "unknown arch: $2 (arches: $(arch_list))"
 			shift
 			;;
 		--arch=*)
-			EX_ARCH=$(normalize_arch "${1#--arch=}") || ex_usage "unknown arch: ${1#--arch=}"
+			EX_ARCH=$(normalize_arch "${1#--arch=}") || ex_usage "unknown arch: ${1#--arch=} (arches: $(arch_list))"
 			;;
 		-h | --help)
 			printf 'usage: %s\n' "$EX_USAGE"
@@ -203,12 +203,9 @@ typeid_symbol() {
 	printf '%08x\n' "$((0x$v))"
 }
 
-# clang_target ARCH: the --target for clang-16.
+# clang_target ARCH: the --target for clang (lab/arch/ARCH.conf).
 clang_target() {
-	case "$1" in
-	x86_64) echo x86_64-linux-gnu ;;
-	arm64) echo aarch64-linux-gnu ;;
-	esac
+	arch_get "$1" clang_target
 }
 
 # clang_typeid ARCH PROTOTYPE: the type id clang-16 -fsanitize=kcfi gives

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Kernel configuration and build, one O= directory per arch. Sourced by run.sh.
 
-# config_fragments ARCH: the in-tree fragments the bundle carries, in merge order.
+# config_fragments ARCH: the in-tree fragments the bundle carries, in
+# merge order (the kernel file's list, @kbuild_arch@ filled in).
 config_fragments() {
-	echo "$LAB_WORKTREE/kernel/configs/kcfi-lab.config"
-	echo "$LAB_WORKTREE/arch/$(kbuild_arch "$1")/configs/kcfi-lab.config"
+	local f karch
+	karch=$(kbuild_arch "$1")
+	for f in $(kernel_get fragments); do
+		echo "$LAB_WORKTREE/${f//@kbuild_arch@/$karch}"
+	done
 }
 
 kmake() {

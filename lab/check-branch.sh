@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Maintainer check of the kernel branch: every commit on top of the distro
 # import passes scripts/checkpatch.pl --strict without errors and builds
-# for x86_64 and arm64 (incrementally, in the lab's O= directories).
+# for every arch in lab/arch/ (incrementally, in the lab's O= directories).
 #
 #   lab/check-branch.sh
 #
@@ -25,7 +25,7 @@ check_commit() {
 		(cd "$LAB_WORKTREE" && ./scripts/checkpatch.pl --strict - 2>/dev/null) |
 		sed -n 's/^total: \([0-9]*\) errors.*/\1/p') || true # checkpatch exits 1 on warnings
 	[ "${errors:-1}" = 0 ] || die "$(git -C "$LAB_WORKTREE" log -1 --format='%h %s' "$c"): checkpatch errors"
-	for arch in x86_64 arm64; do
+	for arch in $(lab_arches); do
 		log=$(new_log "check-$arch")
 		kmake "$arch" -j"$KCFI_LAB_JOBS" all >"$log" 2>&1 ||
 			die "$(git -C "$LAB_WORKTREE" log -1 --format='%h %s' "$c") does not build for $arch (log: $log)"

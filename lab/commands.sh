@@ -11,7 +11,10 @@ cmd_status() {
 	echo "KCFI_LAB_HOME:  $KCFI_LAB_HOME"
 	echo "repository:     $KCFI_LAB_ROOT"
 	echo "bundle:         $KCFI_LAB_BUNDLE"
-	echo "packages:       linux-source-6.1 $(package_version linux-source-6.1), clang-16 $(package_version clang-16), qemu $(package_version qemu-system-x86)"
+	local src qemu
+	src=$(kernel_get source_package)
+	qemu=$(arch_get "$(kernel_get default_arch)" qemu_package)
+	echo "packages:       $src $(package_version "$src"), clang$KCFI_LAB_LLVM $(package_version "clang$KCFI_LAB_LLVM"), qemu $(package_version "$qemu")"
 	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify distro >/dev/null 2>&1; then
 		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' distro)"
 	else
@@ -31,7 +34,7 @@ cmd_status() {
 		debs=$(sed -n 's/^debs: //p' "$PACK_MANIFEST")
 		[ -z "$debs" ] || echo "                Debian packages: $debs ($DEBS_DIR)"
 	fi
-	for arch in x86_64 arm64; do
+	for arch in $(lab_arches); do
 		if [ -f "$(kernel_image "$arch")" ]; then
 			echo "$arch:$(printf '%*s' $((15 - ${#arch})) '')built $(date -r "$(kernel_image "$arch")" '+%F %T') $(kernel_image "$arch")"
 		else
@@ -40,9 +43,11 @@ cmd_status() {
 	done
 }
 
+# cmd_clean ALL: builds, initramfs images and logs; everything when ALL
+# is not empty (--all).
 cmd_clean() {
 	lock_home
-	if [ "${1:-}" = --all ]; then
+	if [ -n "${1:-}" ]; then
 		info "removing $KCFI_LAB_HOME"
 		# Everything but the lock first, while it is held; then the lock.
 		find "$KCFI_LAB_HOME" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +

@@ -6,7 +6,6 @@
 KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 KCFI_LAB_HOME=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}
 KCFI_LAB_BUNDLE=${KCFI_LAB_BUNDLE:-$KCFI_LAB_ROOT/kernel-branch.bundle}
-KCFI_LAB_LLVM=${KCFI_LAB_LLVM:--16}
 KCFI_LAB_JOBS=${KCFI_LAB_JOBS:-$(nproc)}
 
 # Layout of the state directory.
@@ -15,7 +14,6 @@ LAB_WORKTREE="$KCFI_LAB_HOME/worktree"
 LAB_STATE="$KCFI_LAB_HOME/state"
 LAB_LOGS="$KCFI_LAB_HOME/logs"
 LAB_BIN="$KCFI_LAB_HOME/bin"
-LAB_BRANCH=kcfi-lab
 
 info() {
 	printf 'kcfi-lab: %s\n' "$*" >&2
@@ -38,32 +36,13 @@ usage_error() {
 	exit 2
 }
 
-# normalize_arch NAME: print the canonical arch name, or fail.
-normalize_arch() {
-	case "$1" in
-	x86_64 | x86 | amd64) echo x86_64 ;;
-	arm64 | aarch64) echo arm64 ;;
-	*) return 1 ;;
-	esac
-}
-
-# Kbuild's ARCH= and SRCARCH for a lab arch.
-kbuild_arch() {
-	case "$1" in
-	x86_64) echo x86 ;;
-	arm64) echo arm64 ;;
-	esac
-}
-
 build_dir() {
 	echo "$KCFI_LAB_HOME/build/$1"
 }
 
+# kernel_image ARCH: the image QEMU boots.
 kernel_image() {
-	case "$1" in
-	x86_64) echo "$(build_dir "$1")/arch/x86/boot/bzImage" ;;
-	arm64) echo "$(build_dir "$1")/arch/arm64/boot/Image" ;;
-	esac
+	echo "$(build_dir "$1")/$(arch_get "$1" image)"
 }
 
 initramfs_image() {
@@ -108,3 +87,8 @@ new_log() {
 		tail -n +100 | cut -d' ' -f2- | xargs -r rm -f
 	echo "$LAB_LOGS/$1-$(date +%Y%m%d-%H%M%S).log"
 }
+
+# shellcheck source=lab/arch.sh
+. "$KCFI_LAB_ROOT/lab/arch.sh"
+KCFI_LAB_LLVM=${KCFI_LAB_LLVM:-$(kernel_get llvm)}
+LAB_BRANCH=$(kernel_get branch)

@@ -13,12 +13,9 @@ DEBS_DIR="$KCFI_LAB_HOME/debs"
 learner_packages() {
 	local arch
 	for arch in "$@"; do
-		case "$arch" in
-		x86_64) echo qemu-system-x86 ;;
-		arm64) echo qemu-system-arm ;;
-		esac
+		arch_get "$arch" qemu_package
 	done
-	printf '%s\n' cpio gdb-multiarch tmux llvm-16 clang-16 python3
+	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" python3
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is

@@ -295,7 +295,8 @@ lab_solution() {
 	local name=$1 arch=$2 cache key
 	key=$({
 		cd "$LAB_EXERCISES/$name" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
-		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT/tests/lib.sh" "$KCFI_LAB_ROOT/lab/common.sh"
+		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT/tests/lib.sh" "$KCFI_LAB_ROOT/lab/common.sh" \
+			"$KCFI_LAB_ROOT/lab/arch.sh" "$KCFI_LAB_ROOT"/lab/arch/*.conf "$KCFI_LAB_ROOT"/lab/kernel/*.conf
 	} | sha256sum | cut -c1-16)
 	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
 	if [ ! -s "$cache" ]; then
@@ -351,7 +352,7 @@ lab_instructor() {
 cmd_lab() {
 	local instructor="" a
 	local -a rest=()
-	LAB_ARCH=x86_64
+	LAB_ARCH=$(kernel_get default_arch)
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--instructor) instructor=1 ;;

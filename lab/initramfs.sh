@@ -87,15 +87,16 @@ build_initramfs() {
 	info "initramfs: $out"
 }
 
-# guest_initrd ARCH CMDS DIR: the initramfs for one boot, in DIR. When
-# there are commands to run (--run) or files to add (--file, into /root),
+# guest_initrd ARCH CMDS DIR [FILE...]: the initramfs for one boot, in
+# DIR. When there are commands to run (--run) or files to add (--file,
+# into /root),
 # a second archive follows the base one: the kernel unpacks concatenated
 # archives in order, so it adds to the base. It is packed with cpio, so
 # that it needs no kernel tree (a pack's learner has none).
 guest_initrd() {
 	local arch=$1 cmds=$2 dir=$3 stage f
-	local -a files=()
-	[ -n "${OPT_FILES:-}" ] && mapfile -t files <<<"$OPT_FILES"
+	shift 3
+	local -a files=("$@")
 	if [ -z "$cmds" ] && [ "${#files[@]}" = 0 ]; then
 		initramfs_image "$arch"
 		return

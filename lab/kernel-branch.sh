@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The kernel tree: import Debian's linux-source-6.1 as one commit, replay
+# The kernel tree: import Debian's kernel source package as one commit, replay
 # the lab's commits from kernel-branch.bundle onto it with git cherry-pick,
 # and re-cut the bundle from the worktree (maintainer path). Sourced by run.sh.
 
-DISTRO_TARBALL=${KCFI_LAB_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$(kernel_get source_tarball)}
+DISTRO_PACKAGE=$(kernel_get source_package)
 LAB_IDENT=(-c "user.name=KCFI Lab" -c "user.email=kcfi-lab@localhost")
 
 # lgit ARGS: git on the lab's repository, without the lock's descriptor:
@@ -17,7 +18,7 @@ distro_version() {
 		echo "$KCFI_LAB_DISTRO_VERSION"
 		return
 	fi
-	dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || echo unknown
+	dpkg-query -W -f='${Version}' "$DISTRO_PACKAGE" 2>/dev/null || echo unknown
 }
 
 distro_tag() {
@@ -41,7 +42,7 @@ import_distro() {
 		return 0
 	fi
 	[ -f "$DISTRO_TARBALL" ] || die "$DISTRO_TARBALL not found; run: ./run.sh setup"
-	info "importing linux-source-6.1 $version into $LAB_GIT (about a minute)"
+	info "importing $DISTRO_PACKAGE $version into $LAB_GIT (about a minute)"
 	tmp="$KCFI_LAB_HOME/import.tmp"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
@@ -53,7 +54,7 @@ import_distro() {
 	rm -f "$tmp.index"
 	GIT_INDEX_FILE="$tmp.index" git --git-dir="$LAB_GIT" --work-tree="$src" add -A -f .
 	tree=$(GIT_INDEX_FILE="$tmp.index" lgit write-tree)
-	commit=$(printf 'Import Debian linux-source-6.1 %s\n\nDistro-Version: %s\n' "$version" "$version" |
+	commit=$(printf 'Import Debian %s %s\n\nDistro-Version: %s\n' "$DISTRO_PACKAGE" "$version" "$version" |
 		GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" lgit commit-tree "$tree")
 	lgit tag "$tag" "$commit"
 	lgit update-ref refs/heads/distro "$commit"
@@ -117,7 +118,7 @@ replay_commits() {
 			why=$(git -C "$tmp" diff --name-only --diff-filter=U | tr '\n' ' ')
 			git -C "$tmp" cherry-pick --abort >/dev/null 2>&1 || true
 			remove_replay_tree
-			die "commit '$subject' (${c:0:12}) does not apply onto linux-source-6.1 $(distro_version): conflict in ${why:-$(tail -n 1 "$tmp.log")}; the previous worktree is unchanged"
+			die "commit '$subject' (${c:0:12}) does not apply onto $DISTRO_PACKAGE $(distro_version): conflict in ${why:-$(tail -n 1 "$tmp.log")}; the previous worktree is unchanged"
 		fi
 	done
 	git -C "$tmp" rev-parse HEAD
@@ -167,7 +168,7 @@ prepare_tree() {
 	if [ "$want" = "$have" ] && [ -e "$LAB_WORKTREE/Makefile" ]; then
 		return 0
 	fi
-	info "replaying the lab's kernel commits onto linux-source-6.1 $(distro_version)"
+	info "replaying the lab's kernel commits onto $DISTRO_PACKAGE $(distro_version)"
 	local new
 	new=$(replay_commits)
 	checkout_worktree "$new"
@@ -178,7 +179,7 @@ prepare_tree() {
 # recut_bundle: rewrite the worktree branch's commits onto a sparse root
 # (only the files the lab touches, as in the distro import) and write them
 # to kernel-branch.bundle. The bundle then needs no prerequisite, and git's
-# 3-way merge replays it onto later 6.1.y imports.
+# 3-way merge replays it onto later point releases of the same kernel.
 recut_bundle() {
 	local base head version
 	head=$(lgit rev-parse "$LAB_BRANCH")
@@ -199,7 +200,7 @@ recut_bundle() {
 	}
 	local date parent c tree
 	date=$(lgit log -1 --format=%ad --date=raw "$base")
-	parent=$(printf 'kcfi-lab: sparse base from linux-source-6.1 %s\n\nOnly the files the lab commits touch, as in the distro import.\n\nDistro-Version: %s\n' "$version" "$version" |
+	parent=$(printf 'kcfi-lab: sparse base from %s %s\n\nOnly the files the lab commits touch, as in the distro import.\n\nDistro-Version: %s\n' "$DISTRO_PACKAGE" "$version" "$version" |
 		GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" lgit commit-tree "$(sparse_tree "$base")")
 	for c in $(lgit rev-list --reverse "$base..$head"); do
 		tree=$(sparse_tree "$c")

@@ -23,25 +23,27 @@ pack_files() {
 	(cd "$KCFI_LAB_HOME" && find "$rel/scripts/gdb" -name '*.py' && find "$rel" -name '*.ko') | sort
 }
 
+# write_manifest ARCHES DEBS
 write_manifest() {
-	local arches=$1
+	local arches=$1 debs=$2
 	echo "format: $PACK_FORMAT"
 	echo "arches: $arches"
 	echo "created: $(date -u +%FT%TZ)"
 	echo "bundle-sha256: $(bundle_sha)"
-	echo "distro: linux-source-6.1 $(distro_version)"
+	echo "distro: $DISTRO_PACKAGE $(distro_version)"
 	echo "lab-repo: $(git -C "$KCFI_LAB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	if [ -n "${OPT_DEBS:-}" ]; then
+	if [ -n "$debs" ]; then
 		echo "debs: $(dpkg --print-architecture), $(find "$DEBS_DIR" -name '*.deb' | wc -l) packages for $(paste -sd' ' "$DEBS_DIR/learner-packages")"
 	fi
 	echo "kernel-branch:"
 	git -C "$LAB_WORKTREE" log --format='  %h %s' distro..HEAD
 }
 
-# cmd_pack OUTPUT ARCH...
+# cmd_pack OUTPUT DEBS ARCH...: DEBS not empty (--debs) adds the
+# learner's Debian packages.
 cmd_pack() {
-	local output=$1 arch stage
-	shift
+	local output=$1 debs=$2 arch stage
+	shift 2
 	[ -e "$LAB_WORKTREE/Makefile" ] || die "nothing to pack: build first (./run.sh build $*)"
 	for arch in "$@"; do
 		kernel_is_built "$arch" || die "the $arch kernel is not built from the current tree; run: ./run.sh build $arch"
@@ -55,11 +57,11 @@ cmd_pack() {
 	for arch in "$@"; do
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
 	done
-	if [ -n "${OPT_DEBS:-}" ]; then
+	if [ -n "$debs" ]; then
 		debs_fetch "$@"
 		mapfile -t -O "${#files[@]}" files < <(cd "$KCFI_LAB_HOME" && find debs -type f | LC_ALL=C sort)
 	fi
-	write_manifest "$*" >"$stage/MANIFEST"
+	write_manifest "$*" "$debs" >"$stage/MANIFEST"
 	(cd "$KCFI_LAB_HOME" && sha256sum "${files[@]}") >"$stage/SHA256SUMS"
 	(cd "$stage" && sha256sum MANIFEST) >>"$stage/SHA256SUMS"
 	info "packing $* into $output"

@@ -2,49 +2,49 @@
 # QEMU: the command line for each arch, accelerator choice, the gdbstub
 # port, and the scripted (--run) and inline console boots. Sourced by run.sh.
 
-qemu_binary() {
-	case "$1" in
-	x86_64) echo qemu-system-x86_64 ;;
-	arm64) echo qemu-system-aarch64 ;;
-	esac
-}
-
-console_device() {
-	case "$1" in
-	x86_64) echo ttyS0 ;;
-	arm64) echo ttyAMA0 ;;
-	esac
-}
-
 # kernel_cmdline ARCH MODE EXTRA: no "quiet": learners read the boot log.
 kernel_cmdline() {
 	local arch=$1 mode=$2 extra=$3 line
-	line="console=$(console_device "$arch") nokaslr panic=-1"
+	line="console=$(arch_get "$arch" console) nokaslr panic=-1"
 	[ "$mode" = permissive ] && line+=" cfi=warn"
 	[ -n "$extra" ] && line+=" $extra"
 	echo "$line"
 }
 
+# kvm_may_work ARCH: the arch file allows KVM, the host is that arch, and
+# /dev/kvm can be opened (KCFI_LAB_ACCEL=tcg forbids it).
+kvm_may_work() {
+	[ "$(arch_get "$1" kvm)" = yes ] && arch_is_host "$1" &&
+		[ "${KCFI_LAB_ACCEL:-}" != tcg ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]
+}
+
+# machine_args ARCH ACCEL: QEMU's machine, accelerator and CPU for ARCH.
+machine_args() {
+	local machine
+	machine=$(arch_get "$1" qemu_machine)
+	echo "${machine:+-M $machine }-accel $2 -cpu $(arch_get "$1" qemu_cpu)"
+}
+
 # kvm_usable: /dev/kvm existing is not enough (seen: a device whose
 # KVM_SET_MSRS fails); a short real boot decides, once per QEMU version.
 kvm_usable() {
-	local arch=$1 cache version
-	[ "$arch" = x86_64 ] || return 1
-	[ "${KCFI_LAB_ACCEL:-}" = tcg ] && return 1
-	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
-	version=$(qemu-system-x86_64 --version | sed -n 1p)
-	cache="$LAB_STATE/kvm-probe"
+	local arch=$1 cache version qemu
+	kvm_may_work "$arch" || return 1
+	qemu=$(qemu_binary "$arch")
+	version=$("$qemu" --version | sed -n 1p)
+	cache="$LAB_STATE/kvm-probe-$arch"
 	if [ -f "$cache" ] && [ "$(head -n 1 "$cache")" = "$version" ]; then
 		[ "$(sed -n 2p "$cache")" = yes ]
 		return
 	fi
-	local tmp ok=no
+	local tmp ok=no initrd
+	local -a machine
 	tmp=$(mktemp -d)
-	local initrd
-	initrd=$(OPT_FILES='' guest_initrd "$arch" true "$tmp")
-	timeout 30 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -monitor none \
+	initrd=$(guest_initrd "$arch" true "$tmp")
+	read -r -a machine <<<"$(machine_args "$arch" kvm)"
+	timeout 30 "$qemu" "${machine[@]}" -m 256 -display none -monitor none \
 		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$initrd" \
-		-append "console=ttyS0 nokaslr panic=-1" </dev/null >"$tmp/console" 2>&1 || true
+		-append "console=$(arch_get "$arch" console) nokaslr panic=-1" </dev/null >"$tmp/console" 2>&1 || true
 	grep -q 'kcfi-lab: run finished' "$tmp/console" && ok=yes
 	rm -rf "$tmp"
 	printf '%s\n%s\n' "$version" "$ok" >"$cache"
@@ -55,29 +55,27 @@ kvm_usable() {
 accel_args() {
 	local arch=$1
 	if kvm_usable "$arch"; then
-		echo "-accel kvm -cpu max"
+		machine_args "$arch" kvm
 		return
 	fi
-	[ "$arch" = x86_64 ] && [ -e /dev/kvm ] && [ "${KCFI_LAB_ACCEL:-}" != tcg ] &&
+	kvm_may_work "$arch" && [ -e /dev/kvm ] &&
 		info "/dev/kvm is present but a test boot failed; using TCG (slower)"
-	case "$arch" in
-	x86_64) echo "-accel tcg -cpu max" ;;
-	arm64) echo "-M virt -accel tcg -cpu max" ;;
-	esac
+	machine_args "$arch" tcg
 }
 
 port_in_use() {
 	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
 }
 
-# gdb_port: the port for QEMU's gdbstub on 127.0.0.1; --gdb-port or a free
-# one picked at random (never a fixed 1234 that a second run collides with).
+# gdb_port [PORT]: the port for QEMU's gdbstub on 127.0.0.1: PORT
+# (--gdb-port) or a free one picked at random (never a fixed 1234 that a
+# second run collides with).
 gdb_port() {
-	local p try
-	if [ -n "${OPT_GDB_PORT:-}" ]; then
-		port_in_use "$OPT_GDB_PORT" &&
-			die "gdb port $OPT_GDB_PORT on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"
-		echo "$OPT_GDB_PORT"
+	local want=${1:-} p try
+	if [ -n "$want" ]; then
+		port_in_use "$want" &&
+			die "gdb port $want on 127.0.0.1 is already in use; pick another with --gdb-port or leave it out"
+		echo "$want"
 		return
 	fi
 	for try in $(seq 1 50); do
@@ -90,30 +88,31 @@ gdb_port() {
 	die "no free TCP port found on 127.0.0.1 for the gdbstub"
 }
 
-# qemu_args ARCH INITRD MODE [PORT]: the full command line, one word a line.
+# qemu_args ARCH INITRD MODE APPEND [PORT]: the full command line, one
+# word a line; APPEND is --append's kernel arguments.
 qemu_args() {
-	local arch=$1 initrd=$2 mode=$3 port=${4:-}
+	local arch=$1 initrd=$2 mode=$3 append=$4 port=${5:-}
 	local -a accel
 	read -r -a accel <<<"$(accel_args "$arch")"
 	printf '%s\n' "$(qemu_binary "$arch")" "${accel[@]}" -m 256 -smp 1 -no-reboot \
 		-kernel "$(kernel_image "$arch")" -initrd "$initrd" \
-		-append "$(kernel_cmdline "$arch" "$mode" "${OPT_APPEND:-}")"
+		-append "$(kernel_cmdline "$arch" "$mode" "$append")"
 	if [ -n "$port" ]; then
 		printf '%s\n' -gdb "tcp:127.0.0.1:$port" -S
 	fi
 }
 
-# run_scripted ARCH MODE CMDS: boot, run CMDS, power off; the console goes
-# to stdout and to a log. Exit 0 iff the guest booted, ran CMDS and powered
-# off within the timeout.
+# run_scripted ARCH MODE CMDS TIMEOUT PORT APPEND [FILE...]: boot, run
+# CMDS, power off; the console goes to stdout and to a log. QEMU waits
+# for gdb on PORT when it is not empty. Exit 0 iff the guest booted, ran
+# CMDS and powered off within TIMEOUT seconds.
 run_scripted() {
-	local arch=$1 mode=$2 cmds=$3 tmp log port="" rc=0
-	local timeout=${OPT_TIMEOUT:-300}
+	local arch=$1 mode=$2 cmds=$3 timeout=$4 port=$5 append=$6 tmp log rc=0
+	shift 6
 	tmp=$(mktemp -d)
-	[ -n "${OPT_GDB:-}" ] && port=$(gdb_port)
 	local initrd
-	initrd=$(guest_initrd "$arch" "$cmds" "$tmp")
-	qemu_args "$arch" "$initrd" "$mode" "$port" >"$tmp/args"
+	initrd=$(guest_initrd "$arch" "$cmds" "$tmp" "$@")
+	qemu_args "$arch" "$initrd" "$mode" "$append" "$port" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
 	# However run.sh ends, it ends QEMU: timeout --foreground keeps QEMU
@@ -145,12 +144,14 @@ run_scripted() {
 	[ "$rc" = 0 ] || die "QEMU exited with status $rc; see $log"
 }
 
-# run_inline ARCH MODE: the console on this terminal (Ctrl-a x quits).
+# run_inline ARCH MODE APPEND [FILE...]: the console on this terminal
+# (Ctrl-a x quits).
 run_inline() {
-	local arch=$1 mode=$2 tmp rc=0 initrd
+	local arch=$1 mode=$2 append=$3 tmp rc=0 initrd
+	shift 3
 	tmp=$(mktemp -d)
-	initrd=$(guest_initrd "$arch" "" "$tmp")
-	qemu_args "$arch" "$initrd" "$mode" >"$tmp/args"
+	initrd=$(guest_initrd "$arch" "" "$tmp" "$@")
+	qemu_args "$arch" "$initrd" "$mode" "$append" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
 	# shellcheck disable=SC2064 # tmp is fixed now

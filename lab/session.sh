@@ -113,19 +113,20 @@ session_watch() {
 	session_stop "$dir" "$sock" "$win"
 }
 
-# run_session ARCH MODE: console (and gdb with --gdb) in tmux. A reaper
+# run_session ARCH MODE PORT APPEND [FILE...]: console (and gdb on the
+# gdbstub's PORT, when not empty) in tmux. A reaper
 # ends QEMU and gdb once the window goes, however it goes; run.sh itself
 # ends the session when its terminal closes or it is killed while the
 # learner is attached.
 run_session() {
-	local arch=$1 mode=$2 name dir port="" win sock
+	local arch=$1 mode=$2 port=$3 append=$4 name dir win sock
+	shift 4
 	name="kcfi-lab-$arch-$$"
 	dir="$KCFI_LAB_HOME/run/$name"
 	mkdir -p "$dir"
-	[ -n "${OPT_GDB:-}" ] && port=$(gdb_port)
 	local initrd
-	initrd=$(guest_initrd "$arch" "" "$dir")
-	qemu_args "$arch" "$initrd" "$mode" "$port" >"$dir/args"
+	initrd=$(guest_initrd "$arch" "" "$dir" "$@")
+	qemu_args "$arch" "$initrd" "$mode" "$append" "$port" >"$dir/args"
 	local -a qemu
 	mapfile -t qemu <"$dir/args"
 	qemu+=(-nographic -pidfile "$dir/qemu.pid")

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Host setup: install the Debian packages the lab needs, and fetch arm64's
-# busybox-static without installing it. Sourced by run.sh.
+# Host setup: install the Debian packages the lab needs, and fetch the
+# busybox-static of every other arch without installing it. Sourced by
+# run.sh.
 
-# Debian packages, and the command that proves each is usable.
+# Debian packages, and the command that proves each is usable: the
+# kernel's source and toolchain and each arch's QEMU from their files,
+# then the rest.
 LAB_PACKAGES=(
-	"linux-source-6.1:"
-	"clang-16:clang-16"
-	"lld-16:ld.lld-16"
-	"llvm-16:llvm-objdump-16"
-	"qemu-system-x86:qemu-system-x86_64"
-	"qemu-system-arm:qemu-system-aarch64"
+	"$(kernel_get source_package):"
+	"clang$KCFI_LAB_LLVM:clang$KCFI_LAB_LLVM"
+	"lld$KCFI_LAB_LLVM:ld.lld$KCFI_LAB_LLVM"
+	"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
+)
+for _arch in $(lab_arches); do
+	LAB_PACKAGES+=("$(arch_get "$_arch" qemu_package):$(arch_get "$_arch" qemu)")
+done
+unset _arch
+LAB_PACKAGES+=(
 	"gdb-multiarch:gdb-multiarch"
 	"busybox-static:"
 	"tmux:tmux"
@@ -80,8 +87,10 @@ check_tools() {
 		cmd=${entry#*:}
 		[ -n "$cmd" ] && require_tool "$cmd" "${entry%%:*}"
 	done
-	[ -f /usr/src/linux-source-6.1.tar.xz ] ||
-		die "/usr/src/linux-source-6.1.tar.xz not found; install it with: sudo apt-get install linux-source-6.1"
+	local tarball
+	tarball=$(kernel_get source_tarball)
+	[ -f "$tarball" ] ||
+		die "$tarball not found; install it with: sudo apt-get install $(kernel_get source_package)"
 }
 
 ensure_packages() {
@@ -93,41 +102,48 @@ ensure_packages() {
 	check_tools
 }
 
-# busybox_binary ARCH: the static busybox that goes into ARCH's initramfs.
+# busybox_binary ARCH: the static busybox that goes into ARCH's initramfs:
+# the host's own (package busybox-static) for the host's arch, else one
+# fetched by fetch_busybox.
 busybox_binary() {
-	case "$1" in
-	x86_64) echo /bin/busybox ;;
-	arm64) echo "$KCFI_LAB_HOME/busybox/arm64/bin/busybox" ;;
-	esac
+	if arch_is_host "$1"; then
+		echo /bin/busybox
+	else
+		echo "$KCFI_LAB_HOME/busybox/$1/bin/busybox"
+	fi
 }
 
-# fetch_busybox_arm64: download Debian's arm64 busybox-static .deb with a
-# private apt state (the host's dpkg architectures and lists stay as they
-# are) and unpack it without installing it.
-fetch_busybox_arm64() {
-	local dest="$KCFI_LAB_HOME/busybox/arm64"
+# fetch_busybox ARCH: for an arch other than the host's, download
+# Debian's busybox-static .deb of that arch with a private apt state (the
+# host's dpkg architectures and lists stay as they are) and unpack it
+# without installing it.
+fetch_busybox() {
+	local arch=$1 debarch
+	arch_is_host "$arch" && return 0
+	local dest="$KCFI_LAB_HOME/busybox/$arch"
 	[ -x "$dest/bin/busybox" ] && return 0
-	local apt_dir="$KCFI_LAB_HOME/apt-arm64"
+	debarch=$(arch_get "$arch" debian_arch)
+	local apt_dir="$KCFI_LAB_HOME/apt-$arch"
 	local log
-	log=$(new_log apt-arm64)
+	log=$(new_log "apt-$arch")
 	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs"
 	: >"$apt_dir/status"
 	local -a opts=(
 		-o "Dir::State=$apt_dir" -o "Dir::State::Lists=$apt_dir/lists"
 		-o "Dir::State::status=$apt_dir/status" -o "Dir::Cache=$apt_dir/cache"
-		-o APT::Architecture=arm64 -o APT::Architectures::=arm64
+		-o "APT::Architecture=$debarch" -o "APT::Architectures::=$debarch"
 		-o Debug::NoLocking=1 -o APT::Sandbox::User=root
 	)
-	info "fetching busybox-static for arm64 (private apt state in $apt_dir)"
+	info "fetching busybox-static for $arch (private apt state in $apt_dir)"
 	if ! apt-get "${opts[@]}" update >"$log" 2>&1; then
-		die "apt-get update for arm64 failed (log: $log)"
+		die "apt-get update for $arch failed (log: $log)"
 	fi
-	if ! (cd "$apt_dir/debs" && apt-get "${opts[@]}" download busybox-static:arm64) >>"$log" 2>&1; then
-		die "could not download busybox-static:arm64 (log: $log)"
+	if ! (cd "$apt_dir/debs" && apt-get "${opts[@]}" download "busybox-static:$debarch") >>"$log" 2>&1; then
+		die "could not download busybox-static:$debarch (log: $log)"
 	fi
 	local deb
-	deb=$(find "$apt_dir/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -n 1)
-	[ -n "$deb" ] || die "busybox-static arm64 .deb missing after download (log: $log)"
+	deb=$(find "$apt_dir/debs" -name "busybox-static_*_$debarch.deb" | sort | tail -n 1)
+	[ -n "$deb" ] || die "busybox-static $debarch .deb missing after download (log: $log)"
 	rm -rf "$dest.tmp"
 	mkdir -p "$dest.tmp"
 	dpkg-deb -x "$deb" "$dest.tmp"
@@ -137,7 +153,10 @@ fetch_busybox_arm64() {
 }
 
 cmd_setup() {
+	local arch
 	ensure_packages
-	fetch_busybox_arm64
+	for arch in $(lab_arches); do
+		fetch_busybox "$arch"
+	done
 	info "setup complete"
 }

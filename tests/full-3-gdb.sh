@@ -93,7 +93,7 @@ wait_pane() {
 tmux_session_walk() {
 	local arch=$1 trap_insn win
 	TMUX_SOCK="kcfi-lab-test-$$-session"
-	if [ "$arch" = x86_64 ]; then trap_insn=ud2; else trap_insn=brk; fi
+	trap_insn=$(arch_get "$arch" trap_mnemonic)
 	trap 'tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true' EXIT
 	tmux -L "$TMUX_SOCK" new-session -d -s learner -x 200 -y 50 \
 		"cd '$KCFI_LAB_ROOT' && ./run.sh $arch --gdb; sleep 600"

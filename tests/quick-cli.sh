@@ -12,8 +12,14 @@ test_help_for_every_subcommand() {
 
 test_unknown_arch_is_a_usage_error() {
 	expect_exit 2 env KCFI_LAB_HOME="$TEST_TMP/h" "$KCFI_LAB_ROOT/run.sh" riscv
-	[ "$(printf '%s\n' "$OUT" | sed -n 1p)" = "kcfi-lab: error: unknown arch or command: riscv (arches: x86_64, arm64)" ] ||
+	local line f
+	line=$(printf '%s\n' "$OUT" | sed -n 1p)
+	[[ "$line" == "kcfi-lab: error: unknown arch or command: riscv (arches: "*"; see lab/arch/)" ]] ||
 		fail "unexpected message: $OUT"
+	# It lists the arch files, whatever they are.
+	for f in "$KCFI_LAB_ROOT"/lab/arch/*.conf; do
+		[[ "$line" == *" $(basename "$f" .conf)"[,\;]* ]] || fail "the message does not list $(basename "$f" .conf): $line"
+	done
 	[[ "$OUT" == *usage:* ]] || fail "no usage after the error"
 	[ ! -e "$TEST_TMP/h" ] || fail "a usage error created the state directory"
 }
@@ -27,6 +33,37 @@ test_unknown_option_is_a_usage_error() {
 	expect_exit 2 lab x86_64 arm64
 	expect_exit 2 lab build x86_64 --debs
 	[[ "$OUT" == "kcfi-lab: error: --debs is an option of pack"* ]] || fail "unexpected message: $OUT"
+}
+
+# An option that does not apply to the subcommand is refused, not
+# ignored, and the refusal leaves no state behind.
+test_options_that_do_not_apply_are_refused() {
+	local h="$TEST_TMP/refused"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" build x86_64 --gdb
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --gdb is an option of a boot (./run.sh [ARCH]), not of build" "build --gdb"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" status --all
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --all is an option of clean, not of status" "status --all"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" --debs
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --debs is an option of pack, not of a boot" "a boot with --debs"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" clean x86_64
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: unexpected argument: x86_64 (clean takes no arch)" "clean ARCH"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" --timeout 5
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --timeout goes with --run (a scripted boot)" "--timeout alone"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" --gdb-port 4321
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --gdb-port goes with --gdb" "--gdb-port alone"
+	expect_exit 2 env KCFI_LAB_HOME="$h" "$KCFI_LAB_ROOT/run.sh" setup --quick
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: unknown option: --quick" "setup --quick"
+	[ ! -e "$h" ] || fail "a refused command created the state directory"
+}
+
+# The options are run.sh's command line and nothing else: variables of
+# the caller's environment named like the old globals change nothing.
+test_environment_cannot_set_options() {
+	local h="$TEST_TMP/env-opts"
+	expect_exit 2 env KCFI_LAB_HOME="$h" OPT_PACK=/nonexistent.tar.gz "$KCFI_LAB_ROOT/run.sh" unpack
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: unpack needs a pack file" "unpack with OPT_PACK set"
+	expect_exit 0 env KCFI_LAB_HOME="$h" OPT_TIMEOUT=soon OPT_GDB_PORT=x OPT_RUN=true OPT_GDB=1 "$KCFI_LAB_ROOT/run.sh" status
+	[[ "$OUT" == *"worktree:       none"* ]] || fail "status did not run: $OUT"
 }
 
 test_status_on_empty_home_with_spaces() {

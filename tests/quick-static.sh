@@ -95,6 +95,68 @@ test_shape_check_finds_every_shape() {
 	tests/check-shapes.sh "$good" || fail "the fixed forms were flagged"
 }
 
+# Every arch and kernel fact of the machinery lives in lab/arch/ and
+# lab/kernel/: run.sh and lab/*.sh name no arch, alias, kernel version,
+# source package or compiler suffix.
+test_machinery_names_no_arch_or_kernel() {
+	local -a files
+	files=(run.sh lab/*.sh)
+	[ "${#files[@]}" -gt 10 ] || fail "found only ${#files[@]} files"
+	tests/check-arch-free.sh "${files[@]}" || fail "arch or kernel knowledge outside lab/arch/ and lab/kernel/"
+}
+
+test_arch_check_finds_arch_names() {
+	# The check itself can fail: each kind of name it must find, and the
+	# forms it must leave alone, spelled from the data files.
+	local bad="$TEST_TMP/arch-bad.sh" good="$TEST_TMP/arch-good.sh" out rc=0
+	local f arch alias kernel pkg llvm n=0
+	local -a aliases
+	# shellcheck disable=SC2016 # the samples are shell text
+	for f in lab/arch/*.conf; do
+		arch=$(basename "$f" .conf)
+		printf '[ "$arch" = %s ] && echo\n' "$arch"
+		n=$((n + 1))
+		read -r -a aliases <<<"$(sed -n 's/^aliases=//p' "$f")"
+		for alias in "${aliases[@]}"; do
+			printf 'case $a in %s) ;; esac\n' "$alias"
+			n=$((n + 1))
+		done
+	done >"$bad"
+	for f in lab/kernel/*.conf; do
+		kernel=$(basename "$f" .conf)
+		pkg=$(sed -n 's/^source_package=//p' "$f")
+		llvm=$(sed -n 's/^llvm=//p' "$f")
+		printf 'echo "Linux %s"\napt-get install %s\nllvm-objdump%s -d x\n' "$kernel" "$pkg" "$llvm"
+		n=$((n + 3))
+	done >>"$bad"
+	out=$(tests/check-arch-free.sh "$bad") || rc=$?
+	assert_eq "$rc" 1 "exit status on arch names"
+	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$n" "lines found of $n"
+	for f in lab/arch/*.conf; do
+		printf '# %s in a comment\nlab_find 04-%s-check\necho %s_foo %sx\n' \
+			"$(basename "$f" .conf)" "$(basename "$f" .conf)" "$(basename "$f" .conf)" "$(basename "$f" .conf)"
+	done >"$good"
+	echo 'cut -c1-16; echo v6.10 6.100' >>"$good"
+	tests/check-arch-free.sh "$good" || fail "names that are not arch knowledge were flagged"
+}
+
+# Every arch file sets every key the machinery reads, and every alias
+# leads to its file.
+test_arch_files_are_complete() {
+	local f arch alias got
+	for f in lab/arch/*.conf; do
+		arch=$(basename "$f" .conf)
+		for alias in "$arch" $(sed -n 's/^aliases=//p' "$f"); do
+			got=$(bash -c '. lab/common.sh; normalize_arch "$1"' _ "$alias" 2>&1) || fail "$alias: $got"
+			assert_eq "$got" "$arch" "the arch of $alias"
+		done
+	done
+	cp -r lab "$TEST_TMP/"
+	sed -i '/^console=/d' "$TEST_TMP/lab/arch/$arch.conf"
+	got=$(KCFI_LAB_ROOT=$TEST_TMP bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; normalize_arch "$1"' _ "$arch" 2>&1) || true
+	assert_eq "$got" "kcfi-lab: error: lab/arch/$arch.conf does not set console" "a file without a key"
+}
+
 test_shell_syntax() {
 	local f
 	while IFS= read -r f; do
