@@ -2,6 +2,13 @@
 # QEMU: the command line for each arch, accelerator choice, the gdbstub
 # port, and the scripted (--run) and inline console boots. Sourced by run.sh.
 
+# An interactive console: the serial port and QEMU's monitor on this
+# terminal (Ctrl-a x quits, Ctrl-a c is the monitor). Not -nographic:
+# with it SeaBIOS's serial console turns the terminal's line wrap off
+# (ESC [?7l), and long kernel lines (the CFI report, Code:) are cut at
+# the pane's edge.
+CONSOLE_ARGS=(-display none -serial mon:stdio)
+
 # kernel_cmdline ARCH MODE EXTRA: no "quiet": learners read the boot log.
 kernel_cmdline() {
 	local arch=$1 mode=$2 extra=$3 line
@@ -157,7 +164,7 @@ run_inline() {
 	# shellcheck disable=SC2064 # tmp is fixed now
 	trap "stop_qemu '$tmp'" EXIT
 	info "booting $arch ($mode); Ctrl-a x quits QEMU"
-	"${cmd[@]}" -nographic -pidfile "$tmp/qemu.pid" || rc=$?
+	"${cmd[@]}" "${CONSOLE_ARGS[@]}" -pidfile "$tmp/qemu.pid" || rc=$?
 	stop_qemu "$tmp"
 	trap - EXIT
 	return "$rc"

@@ -129,7 +129,7 @@ run_session() {
 	qemu_args "$arch" "$initrd" "$mode" "$append" "$port" >"$dir/args"
 	local -a qemu
 	mapfile -t qemu <"$dir/args"
-	qemu+=(-nographic -pidfile "$dir/qemu.pid")
+	qemu+=("${CONSOLE_ARGS[@]}" -pidfile "$dir/qemu.pid")
 	write_launcher "$dir/console.sh" "$dir" "${qemu[@]}"
 	if [ -n "${TMUX:-}" ]; then
 		win=$(tmux new-window -d -P -F '#{window_id}' -n "$name" "$dir/console.sh")
@@ -149,7 +149,9 @@ run_session() {
 		tmux split-window -h -t "$win" "$dir/gdb.sh"
 		info "gdb is attached to 127.0.0.1:$port with QEMU halted: set breakpoints, then 'continue'"
 	fi
-	info "tmux ${TMUX:+window}${TMUX:-session} '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it"
+	local kind=session
+	[ -z "${TMUX:-}" ] || kind=window
+	info "tmux $kind '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it"
 	if [ -n "${TMUX:-}" ]; then
 		tmux select-window -t "$win"
 	elif is_tty; then

@@ -114,6 +114,10 @@ tmux_session_walk() {
 	# shellcheck disable=SC2016 # for the guest's shell
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'echo $((40 + 2))-kcfi-ready' Enter
 	wait_pane "$win.0" '42-kcfi-ready' 120
+	# Whole lines: the console keeps the terminal's line wrap (SeaBIOS's
+	# serial console under -nographic turned it off, and the CFI report
+	# was cut at the pane's edge).
+	assert_eq "$(tmux -L "$TMUX_SOCK" display-message -p -t "$win.0" '#{wrap_flag}')" 1 "the console pane's line wrap"
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'lkdtm CFI_FORWARD_PROTO' Enter
 	wait_pane "$win.1" 'Breakpoint 1, lkdtm_indirect_call' 120
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.1" 'kcfi-step-to-trap' Enter
