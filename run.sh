@@ -33,7 +33,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
        ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
-       ./run.sh kcfi hash|scan|site|explain ARGS... | --help
+       ./run.sh kcfi hash|scan|site|explain ARGS... | path | --help
 
   ARCH            $(arch_usage); default $(kernel_get default_arch)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
@@ -58,6 +58,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                   --debs: also the Debian packages a learner runs, for an offline install)
   unpack FILE     install a pack: boot without building (and install its packages)
   kcfi            the host tool: type ids, preambles, check sites (builds it first)
+  path            print KCFI_LAB_HOME (export KCFI_LAB_HOME=\$(./run.sh path))
 
 State lives in \${KCFI_LAB_HOME:-\${XDG_CACHE_HOME:-~/.cache}/kcfi-lab}.
 USAGE
@@ -138,6 +139,17 @@ main() {
 	lab)
 		shift
 		cmd_lab "$@"
+		return
+		;;
+	path)
+		shift
+		case "${1:-}" in -h | --help)
+			print_usage
+			return 0
+			;;
+		esac
+		[ $# = 0 ] || usage_error "path takes no arguments"
+		printf '%s\n' "$KCFI_LAB_HOME"
 		return
 		;;
 	setup | prepare | build | status | clean | bundle | pack | unpack)

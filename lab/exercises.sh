@@ -202,6 +202,10 @@ lab_type() {
 	name=$(lab_need "${1:-}") || return 1
 	pane=$(lab_conf "$name" pane)
 	cmd=$(lab_conf "$name" type)
+	# The lab's paths as they are here: a command typed or copied works
+	# in any shell, whatever KCFI_LAB_HOME is.
+	# shellcheck disable=SC2016 # the literal text $KCFI_LAB_HOME
+	cmd=${cmd//'$KCFI_LAB_HOME'/$(printf '%q' "$KCFI_LAB_HOME")}
 	if [ -f "$(lab_progress_dir)/.open" ]; then
 		read -r win open_name console gdb <"$(lab_progress_dir)/.open"
 	fi
@@ -259,11 +263,19 @@ lab_dispatch() {
 	esac
 }
 
+# lab_home_line: how a learner's own shell gets the lab's paths, which
+# the exercises' commands spell $KCFI_LAB_HOME.
+lab_home_line() {
+	echo "The commands in the exercises use \$KCFI_LAB_HOME; in your shell:"
+	echo "  export KCFI_LAB_HOME=$(printf '%q' "$KCFI_LAB_HOME")"
+}
+
 # lab_menu: read commands until quit or end of input.
 lab_menu() {
 	local line
 	local -a words
 	echo "KCFI Lab exercises ($LAB_ARCH). 'help' lists the commands."
+	lab_home_line
 	lab_list
 	while IFS= read -r -e -p "kcfi-lab> " line; do
 		read -r -a words <<<"$line"
@@ -283,6 +295,7 @@ lab_no_tty() {
 	EOF
 	lab_help
 	echo
+	lab_home_line
 	lab_list
 }
 

@@ -3,7 +3,7 @@
 
 test_help_for_every_subcommand() {
 	local sub
-	for sub in "" setup prepare build test status clean bundle lab pack unpack kcfi; do
+	for sub in "" setup prepare build test status clean bundle lab pack unpack kcfi path; do
 		# shellcheck disable=SC2086
 		expect_exit 0 lab $sub --help
 		[[ "$OUT" == usage:* ]] || fail "'run.sh $sub --help' printed no usage"

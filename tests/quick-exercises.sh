@@ -94,6 +94,29 @@ test_lab_menu_without_terminal() {
 	[[ "$OUT" == *"./run.sh x86_64 --gdb"* ]] || fail "open without a terminal: $OUT"
 }
 
+# The exercises' commands work from any KCFI_LAB_HOME: their texts spell
+# the lab's state directory $KCFI_LAB_HOME, never a default path that
+# would read another home's tree, and what the lab types or prints has
+# this home's path in it.
+# shellcheck disable=SC2016,SC2088 # the literal variable and paths are the point
+test_exercise_commands_work_from_any_home() {
+	local hits home="$TEST_TMP/a lab home" n
+	hits=$(grep -rnE '~/\.cache/kcfi-lab|\$HOME/\.cache/kcfi-lab|\$\{XDG_CACHE_HOME' \
+		"$KCFI_LAB_ROOT"/exercises --include='*.md' --include=lab.conf) || true
+	[ -z "$hits" ] || fail "exercise texts spell a default home: $hits"
+	n=$(grep -rlF '$KCFI_LAB_HOME' "$KCFI_LAB_ROOT"/exercises --include=README.md | grep -c .) || true
+	[ "$n" -ge 8 ] || fail "only $n exercise READMEs use \$KCFI_LAB_HOME"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" path
+	assert_eq "$OUT" "$home" "./run.sh path"
+	expect_exit 0 env KCFI_LAB_HOME="$home" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; cmd_lab type 2' \
+		_ "$KCFI_LAB_ROOT" </dev/null
+	[[ "$OUT" == *"$(printf '%q' "$home")/build/x86_64/vmlinux"* ]] || fail "type 2 does not name this home: $OUT"
+	[[ "$OUT" != *'$KCFI_LAB_HOME'* ]] || fail "type 2 left the variable in: $OUT"
+	expect_exit 0 env KCFI_LAB_HOME="$home" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; cmd_lab' \
+		_ "$KCFI_LAB_ROOT" </dev/null
+	[[ "$OUT" == *"export KCFI_LAB_HOME=$(printf '%q' "$home")"* ]] || fail "the menu does not say how to set the home: $OUT"
+}
+
 test_lab_progress_is_kept_per_user() {
 	have clang-16 || skip "clang-16 not installed"
 	local answer
