@@ -102,6 +102,13 @@ ex_need_args() {
 }
 
 # ex_need_vmlinux ARCH: the built kernel, or exit 2 with the command to build it.
+# ex_need_worktree: the kernel source tree is here. A home made from a
+# pack has the kernels but no tree: say so in one line.
+ex_need_worktree() {
+	[ -e "$LAB_WORKTREE/Makefile" ] ||
+		cannot_check "no kernel source tree in $LAB_WORKTREE (a pack carries only the kernels); import it with: ./run.sh prepare"
+}
+
 ex_need_vmlinux() {
 	[ -f "$(vmlinux_of "$1")" ] || cannot_check "no $1 kernel in $(build_dir "$1"); build it first: ./run.sh build $1"
 }
@@ -336,6 +343,7 @@ make_module() {
 	out="$EX_CACHE/modules/$arch/$name"
 	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
 		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch"
+	ex_need_worktree
 	stamp=$({ cat "$src"/*; stat -c %Y "$(vmlinux_of "$arch")"; } | sha256sum | cut -c1-16)
 	# No $out yet (find fails): no .ko, build it.
 	ko=$(find "$out" -maxdepth 1 -name '*.ko' 2>/dev/null | sed -n 1p) || true

@@ -25,6 +25,14 @@ test_pack_unpack_boots_without_building() {
 	# The packed vmlinux is the built one: same type ids for gdb and objdump.
 	cmp -s "$home/build/x86_64/vmlinux" "$(vmlinux_of x86_64)" || fail "packed vmlinux differs"
 	[ -f "$home/build/x86_64/scripts/gdb/linux/utils.py" ] || fail "gdb's lx- scripts missing from the pack"
+	# A checker that needs the kernel tree, which a pack does not carry,
+	# says so in one line and why, instead of grep's and sed's errors.
+	local ex
+	for ex in 01-tour/check:"1 x" 06-strict-oops/check:"a b:1 c:2" 07-permissive/check:"a b"; do
+		# shellcheck disable=SC2086 # the answers are words
+		expect_exit 2 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/exercises/${ex%%:*}" ${ex#*:}
+		assert_eq "$OUT" "cannot check: no kernel source tree in $home/worktree (a pack carries only the kernels); import it with: ./run.sh prepare" "${ex%%:*} from a pack"
+	done
 }
 
 test_damaged_pack_is_refused() {
