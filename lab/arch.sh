@@ -3,6 +3,11 @@
 # and lab/kernel/VERSION.conf, data files of KEY=VALUE lines. Nothing
 # outside those files names an arch or a kernel version. Sourced, never
 # executed.
+#
+# Every file is read once, when this file is sourced, into LAB_CONF
+# ("arch/NAME/KEY", "kernel/VERSION/KEY"): run.sh and the checkers ask
+# for values many times, and rereading the files each time made every
+# start of run.sh several times slower.
 
 LAB_ARCH_DIR="$KCFI_LAB_ROOT/lab/arch"
 LAB_KERNEL_DIR="$KCFI_LAB_ROOT/lab/kernel"
@@ -12,49 +17,108 @@ ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
 	qemu_cpu console kvm clang_target gdb_arch trap_mnemonic trap_text kcfi_since)
 KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments)
 
-# conf_value FILE KEY: print KEY's value in FILE; fail when FILE does not
-# set KEY. Comments and blank lines are skipped.
-conf_value() {
-	local file=$1 key=$2 line
-	[ -f "$file" ] || return 1
+declare -A LAB_CONF=()
+LAB_ARCH_FILES=()
+LAB_KERNEL=""
+
+# conf_load FILE PREFIX: every KEY=VALUE line of FILE into
+# LAB_CONF[PREFIX/KEY]. Comments and blank lines are skipped.
+conf_load() {
+	local line
 	while IFS= read -r line || [ -n "$line" ]; do
 		case "$line" in
-		"$key="*)
-			printf '%s\n' "${line#*=}"
-			return 0
-			;;
+		'' | '#'*) ;;
+		*=*) LAB_CONF["$2/${line%%=*}"]=${line#*=} ;;
 		esac
-	done <"$file"
-	return 1
+	done <"$1"
 }
 
-# conf_check FILE KEY...: die unless FILE sets every KEY.
+# conf_check PREFIX FILE KEY...: die unless FILE (loaded as PREFIX) sets
+# every KEY.
 conf_check() {
-	local file=$1 key
-	shift
+	local prefix=$1 file=$2 key
+	shift 2
 	for key in "$@"; do
-		conf_value "$file" "$key" >/dev/null ||
+		[ -n "${LAB_CONF["$prefix/$key"]+set}" ] ||
 			die "${file#"$KCFI_LAB_ROOT/"} does not set $key"
 	done
 }
 
-# version_le A B: version A is B or older.
+# conf_load_all: the arch files and the kernel files; LAB_KERNEL is the
+# kernel file marked default=yes.
+conf_load_all() {
+	local f name
+	for f in "$LAB_ARCH_DIR"/*.conf; do
+		[ -f "$f" ] || continue
+		name=${f##*/}
+		name=${name%.conf}
+		conf_load "$f" "arch/$name"
+		LAB_ARCH_FILES+=("$name")
+	done
+	for f in "$LAB_KERNEL_DIR"/*.conf; do
+		[ -f "$f" ] || continue
+		name=${f##*/}
+		name=${name%.conf}
+		conf_load "$f" "kernel/$name"
+		if [ "${LAB_CONF["kernel/$name/default"]:-}" = yes ]; then
+			LAB_KERNEL=$name
+		fi
+	done
+	[ -n "$LAB_KERNEL" ] || die "no file in lab/kernel/ sets default=yes"
+	conf_check "kernel/$LAB_KERNEL" "$LAB_KERNEL_DIR/$LAB_KERNEL.conf" "${KERNEL_KEYS[@]}"
+}
+
+# version_le A B: dotted version A is B or older (6.1 < 6.6 < 6.12).
 version_le() {
-	[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | sed -n 1p)" = "$1" ]
+	local -a va vb
+	local i
+	IFS=. read -r -a va <<<"$1"
+	IFS=. read -r -a vb <<<"$2"
+	for i in 0 1 2; do
+		[ "$((10#${va[i]:-0}))" = "$((10#${vb[i]:-0}))" ] && continue
+		[ "$((10#${va[i]:-0}))" -lt "$((10#${vb[i]:-0}))" ]
+		return
+	done
+	return 0
+}
+
+# lab_kernel: the version of the lab's kernel.
+lab_kernel() {
+	echo "$LAB_KERNEL"
+}
+
+# kernel_set VAR KEY / arch_set VAR ARCH KEY: VAR becomes the value,
+# without a subshell (for what is read each time a script starts).
+kernel_set() {
+	conf_set "$1" "kernel/$LAB_KERNEL" "$2" "lab/kernel/$LAB_KERNEL.conf"
+}
+
+arch_set() {
+	conf_set "$1" "arch/$2" "$3" "lab/arch/$2.conf"
+}
+
+# conf_set VAR PREFIX KEY FILE: VAR becomes LAB_CONF[PREFIX/KEY].
+conf_set() {
+	[ -n "${LAB_CONF["$2/$3"]+set}" ] || die "$4 does not set $3"
+	printf -v "$1" '%s' "${LAB_CONF["$2/$3"]}"
+}
+
+# kernel_get KEY: a value of the lab kernel's file.
+kernel_get() {
+	[ -n "${LAB_CONF["kernel/$LAB_KERNEL/$1"]+set}" ] || die "lab/kernel/$LAB_KERNEL.conf does not set $1"
+	printf '%s\n' "${LAB_CONF["kernel/$LAB_KERNEL/$1"]}"
 }
 
 # lab_arches: every arch the lab has a file for whose KCFI the lab's
 # kernel has (kcfi_since), the default one first.
 lab_arches() {
-	local f name first kernel since
+	local name first since
 	first=$(kernel_get default_arch)
-	kernel=$(lab_kernel)
 	echo "$first"
-	for f in "$LAB_ARCH_DIR"/*.conf; do
-		name=$(basename "$f" .conf)
+	for name in "${LAB_ARCH_FILES[@]}"; do
 		[ "$name" != "$first" ] || continue
-		since=$(conf_value "$f" kcfi_since) || since=""
-		if version_le "${since:-0}" "$kernel"; then
+		since=${LAB_CONF["arch/$name/kcfi_since"]:-0}
+		if version_le "$since" "$LAB_KERNEL"; then
 			echo "$name"
 		fi
 	done
@@ -68,68 +132,52 @@ arch_list() {
 
 # arch_get ARCH KEY: a value of ARCH's file (ARCH is canonical).
 arch_get() {
-	conf_value "$LAB_ARCH_DIR/$1.conf" "$2" || die "lab/arch/$1.conf does not set $2"
+	[ -n "${LAB_CONF["arch/$1/$2"]+set}" ] || die "lab/arch/$1.conf does not set $2"
+	printf '%s\n' "${LAB_CONF["arch/$1/$2"]}"
 }
 
 # normalize_arch NAME: the canonical arch for NAME (a file's name or one
 # of its aliases), or fail. A file that lacks a key is an error here,
 # before anything uses it.
 normalize_arch() {
-	local name alias
+	local name alias found
 	for name in $(lab_arches); do
-		alias=""
-		if [ "$1" != "$name" ]; then
-			for alias in $(conf_value "$LAB_ARCH_DIR/$name.conf" aliases); do
-				[ "$1" = "$alias" ] && break
+		found=""
+		if [ "$1" = "$name" ]; then
+			found=1
+		else
+			for alias in ${LAB_CONF["arch/$name/aliases"]:-}; do
+				[ "$1" != "$alias" ] || found=1
 			done
-			[ "$1" = "$alias" ] || continue
 		fi
-		conf_check "$LAB_ARCH_DIR/$name.conf" "${ARCH_KEYS[@]}"
+		[ -n "$found" ] || continue
+		conf_check "arch/$name" "$LAB_ARCH_DIR/$name.conf" "${ARCH_KEYS[@]}"
 		echo "$name"
 		return 0
 	done
 	return 1
 }
 
-# arch_usage: one line per arch for --help: its name and aliases.
+# arch_usage: the arches and their aliases, for --help.
 arch_usage() {
 	local name aliases
 	for name in $(lab_arches); do
-		aliases=$(conf_value "$LAB_ARCH_DIR/$name.conf" aliases) || aliases=""
+		aliases=${LAB_CONF["arch/$name/aliases"]:-}
 		printf '%s%s\n' "$name" "${aliases:+ (also ${aliases// /, })}"
 	done | paste -sd';' | sed 's/;/; /g'
 }
 
-# host_debian_arch: dpkg's name for this machine's arch.
-host_debian_arch() {
-	dpkg --print-architecture 2>/dev/null || uname -m
-}
-
-# arch_is_host ARCH: ARCH is this machine's own arch.
+# arch_is_host ARCH: ARCH is this machine's own arch (dpkg's name for
+# it, asked once per process).
 arch_is_host() {
-	[ "$(arch_get "$1" debian_arch)" = "$(host_debian_arch)" ]
-}
-
-# The kernel: the file marked default=yes.
-lab_kernel() {
-	local f
-	for f in "$LAB_KERNEL_DIR"/*.conf; do
-		if [ "$(conf_value "$f" default 2>/dev/null)" = yes ]; then
-			basename "$f" .conf
-			return 0
-		fi
-	done
-	die "no file in lab/kernel/ sets default=yes"
-}
-
-# kernel_get KEY: a value of the lab kernel's file.
-kernel_get() {
-	local file
-	file="$LAB_KERNEL_DIR/$(lab_kernel).conf"
-	conf_check "$file" "${KERNEL_KEYS[@]}"
-	conf_value "$file" "$1" || die "${file#"$KCFI_LAB_ROOT/"} does not set $1"
+	if [ -z "${LAB_HOST_ARCH:-}" ]; then
+		LAB_HOST_ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m)
+	fi
+	[ "$(arch_get "$1" debian_arch)" = "$LAB_HOST_ARCH" ]
 }
 
 # Shorthands for the keys the machinery asks for most.
 kbuild_arch() { arch_get "$1" kbuild_arch; }
 qemu_binary() { arch_get "$1" qemu; }
+
+conf_load_all

@@ -90,5 +90,5 @@ new_log() {
 
 # shellcheck source=lab/arch.sh
 . "$KCFI_LAB_ROOT/lab/arch.sh"
-KCFI_LAB_LLVM=${KCFI_LAB_LLVM:-$(kernel_get llvm)}
-LAB_BRANCH=$(kernel_get branch)
+[ -n "${KCFI_LAB_LLVM:-}" ] || kernel_set KCFI_LAB_LLVM llvm
+kernel_set LAB_BRANCH branch

@@ -3,8 +3,9 @@
 # the lab's commits from kernel-branch.bundle onto it with git cherry-pick,
 # and re-cut the bundle from the worktree (maintainer path). Sourced by run.sh.
 
-DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$(kernel_get source_tarball)}
-DISTRO_PACKAGE=$(kernel_get source_package)
+kernel_set DISTRO_TARBALL source_tarball
+DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$DISTRO_TARBALL}
+kernel_set DISTRO_PACKAGE source_package
 LAB_IDENT=(-c "user.name=KCFI Lab" -c "user.email=kcfi-lab@localhost")
 
 # lgit ARGS: git on the lab's repository, without the lock's descriptor:

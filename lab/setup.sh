@@ -6,16 +6,19 @@
 # Debian packages, and the command that proves each is usable: the
 # kernel's source and toolchain and each arch's QEMU from their files,
 # then the rest.
+kernel_set _pkg source_package
 LAB_PACKAGES=(
-	"$(kernel_get source_package):"
+	"$_pkg:"
 	"clang$KCFI_LAB_LLVM:clang$KCFI_LAB_LLVM"
 	"lld$KCFI_LAB_LLVM:ld.lld$KCFI_LAB_LLVM"
 	"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
 )
-for _arch in $(lab_arches); do
-	LAB_PACKAGES+=("$(arch_get "$_arch" qemu_package):$(arch_get "$_arch" qemu)")
+for _arch in "${LAB_ARCH_FILES[@]}"; do
+	arch_set _pkg "$_arch" qemu_package
+	arch_set _cmd "$_arch" qemu
+	LAB_PACKAGES+=("$_pkg:$_cmd")
 done
-unset _arch
+unset _arch _pkg _cmd
 LAB_PACKAGES+=(
 	"gdb-multiarch:gdb-multiarch"
 	"busybox-static:"
