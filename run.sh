@@ -18,6 +18,8 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/qemu.sh"
 # shellcheck source=lab/session.sh
 . "$KCFI_LAB_ROOT/lab/session.sh"
+# shellcheck source=lab/tool.sh
+. "$KCFI_LAB_ROOT/lab/tool.sh"
 # shellcheck source=lab/commands.sh
 . "$KCFI_LAB_ROOT/lab/commands.sh"
 # shellcheck source=lab/pack.sh
@@ -125,7 +127,7 @@ option_of() {
 main() {
 	local arch="" mode=strict sub=boot
 	local gdb="" no_tmux="" run_set="" cmds="" timeout="" append="" port=""
-	local all="" debs="" output="" pack="" a
+	local all="" debs="" output="" pack="" a tool
 	local -a args=() files=()
 	case "${1:-}" in
 	test)
@@ -134,7 +136,8 @@ main() {
 		;;
 	kcfi)
 		shift
-		exec "$(kcfi_tool)" "$@"
+		tool=$(kcfi_tool)
+		exec "$tool" "$@"
 		;;
 	lab)
 		shift

@@ -11,6 +11,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lab/common.sh
 . "$ROOT/lab/common.sh"
+# shellcheck source=lab/tool.sh
+. "$ROOT/lab/tool.sh"
 
 arch=$(normalize_arch "${1:-x86_64}") || die "unknown arch: $1"
 karch=$(kbuild_arch "$arch")
@@ -38,6 +40,6 @@ start=$SECONDS
 rmake -j"$KCFI_LAB_JOBS" vmlinux >>"$log" 2>&1 || die "build failed (log: $log)"
 info "built in $((SECONDS - start)) s"
 unlock_home
-make -s -C "$ROOT/lab/kcfi" kcfi
-"$ROOT/lab/kcfi/bench.sh" "$out/vmlinux"
-"$ROOT/lab/kcfi/kcfi" scan "$out/vmlinux" | grep -iE '^(type ids|functions with|check sites|summary)|preamble|sites' | head -n 8
+build_tool || die "building the kcfi host tool failed: $(tail -n 5 "$LAB_TOOL_LOG")"
+KCFI="$LAB_TOOL_BIN" "$ROOT/lab/kcfi/bench.sh" "$out/vmlinux"
+"$LAB_TOOL_BIN" scan "$out/vmlinux" | grep -iE '^(type ids|functions with|check sites|summary)|preamble|sites' | head -n 8

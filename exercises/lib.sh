@@ -15,6 +15,8 @@ KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
 # site_expected_type.
 # shellcheck source=tests/lib.sh
 . "$KCFI_LAB_ROOT/tests/lib.sh"
+# shellcheck source=lab/tool.sh
+. "$KCFI_LAB_ROOT/lab/tool.sh"
 
 LLVM_OBJDUMP=llvm-objdump-16
 LLVM_NM=llvm-nm-16
@@ -262,10 +264,7 @@ hash_mangled() {
 # kcfi_tool_if_built: the lab's host tool when it builds, else nothing
 # (unlike lab/commands.sh's kcfi_tool, which stops with an error).
 kcfi_tool_if_built() {
-	local dir="$KCFI_LAB_ROOT/lab/kcfi"
-	[ -f "$dir/Makefile" ] || return 1
-	make -s -C "$dir" kcfi >/dev/null 2>&1 || return 1
-	[ -x "$dir/kcfi" ] && echo "$dir/kcfi"
+	[ -f "$LAB_TOOL_SRC/Makefile" ] && build_tool && echo "$LAB_TOOL_BIN"
 }
 
 # enclosing_function FILE LINE: the C function whose body holds LINE (the

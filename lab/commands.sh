@@ -66,15 +66,11 @@ cmd_bundle() {
 	recut_bundle
 }
 
-# kcfi_tool: the path of lab/kcfi/kcfi, built when missing or stale.
+# kcfi_tool: the path of the host tool, built when missing or stale.
 kcfi_tool() {
-	local dir="$KCFI_LAB_ROOT/lab/kcfi" log
-	log=$(mktemp)
-	if ! make -s -C "$dir" kcfi >"$log" 2>&1; then
-		cat "$log" >&2
-		rm -f "$log"
-		die "building the kcfi host tool failed (make -C lab/kcfi)"
+	if ! build_tool; then
+		cat "$LAB_TOOL_LOG" >&2
+		die "building the kcfi host tool failed (see the lines above; make -C lab/kcfi)"
 	fi
-	rm -f "$log"
-	echo "$dir/kcfi"
+	echo "$LAB_TOOL_BIN"
 }

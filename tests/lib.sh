@@ -51,6 +51,8 @@ lab() {
 . "$KCFI_LAB_ROOT/lab/common.sh"
 # shellcheck source=lab/setup.sh
 . "$KCFI_LAB_ROOT/lab/setup.sh"
+# shellcheck source=lab/tool.sh
+. "$KCFI_LAB_ROOT/lab/tool.sh"
 
 vmlinux_of() {
 	echo "$(build_dir "$1")/vmlinux"

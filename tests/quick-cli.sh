@@ -126,3 +126,29 @@ test_kcfi_subcommand_agrees_with_clang() {
 	assert_eq "$got" "0x$want" "kcfi hash vs clang-16"
 	expect_exit 2 lab kcfi frobnicate
 }
+
+test_kcfi_tool_is_built_once_out_of_the_tree() {
+	have make || skip "make is not installed (./run.sh setup)"
+	local home="$TEST_TMP/tool home" fake="$TEST_TMP/failing-make" tool
+	tool="$home/build/tool/kcfi"
+	touch "$TEST_TMP/before"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
+	[ -x "$tool" ] || fail "no tool at $tool"
+	local written
+	written=$(find "$KCFI_LAB_ROOT/lab/kcfi" -newer "$TEST_TMP/before" -print -quit)
+	[ -z "$written" ] || fail "the build wrote into the source tree: $written"
+	# Once built, a call runs no make: a make that always fails changes nothing.
+	mkdir -p "$fake"
+	printf '#!/bin/sh\necho "make: no, not now" >&2\nexit 1\n' >"$fake/make"
+	chmod +x "$fake/make"
+	expect_exit 0 env PATH="$fake:$PATH" KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
+	# Sources newer than the tool, or a tool built from another checkout:
+	# it is built again, and a failed build says so.
+	touch -d '2001-01-01' "$tool"
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
+	[[ "$OUT" == *"make: no, not now"*"kcfi-lab: error: building the kcfi host tool failed"* ]] ||
+		fail "unexpected: $OUT"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
+	echo /elsewhere/lab/kcfi >"$home/build/tool/source"
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
+}

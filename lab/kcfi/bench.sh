@@ -3,7 +3,7 @@
 # Times one run of `kcfi scan VMLINUX` against one run of the usual
 # alternative, `llvm-objdump-16 -d VMLINUX | grep -c ...` counting the
 # preamble symbols and check sites, and prints both times and the ratio.
-# KCFI (default: ./kcfi next to this script) and OBJDUMP may be overridden.
+# KCFI (default: build/kcfi next to this script, as make builds it) and OBJDUMP may be overridden.
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -12,7 +12,7 @@ if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
 fi
 image=$1
 here=$(cd "$(dirname "$0")" && pwd)
-kcfi=${KCFI:-$here/kcfi}
+kcfi=${KCFI:-$here/build/kcfi}
 objdump=${OBJDUMP:-llvm-objdump-16}
 [ -r "$image" ] || { echo "${0##*/}: cannot read $image" >&2; exit 1; }
 [ -x "$kcfi" ] || { echo "${0##*/}: $kcfi not built (run make)" >&2; exit 1; }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "elf.h"
+#include "index.h"
 #include "report.h"
 #include "scan.h"
 

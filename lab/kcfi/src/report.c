@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "insn.h"
 #include "util.h"
 

@@ -104,19 +104,6 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		    char *err, size_t errsize);
 void kcfi_scan_free(struct kcfi_scan *s);
 
-/* The functions whose type id is ID: *COUNT entries of by_id from the result. */
-const size_t *kcfi_funcs_with_id(const struct kcfi_scan *s, uint32_t id,
-				 size_t *count);
-
-/* The function symbol containing (sec, off), or NULL. */
-const struct kcfi_fsym *kcfi_containing(const struct kcfi_scan *s, uint32_t sec,
-					uint64_t off);
-
-/* Section-relative location of a defined symbol; 0 if it has none. */
-int kcfi_symbol_location(const struct elf_file *ef, const struct elf_symbol *sym,
-			 uint32_t *sec, uint64_t *off);
-
-/* Is section SEC executable code we scan? */
-int kcfi_is_code(const struct elf_file *ef, uint32_t sec);
+/* Lookups in the result: index.h. */
 
 #endif

@@ -6,7 +6,7 @@
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-KCFI=$(realpath "${KCFI:-./kcfi}")
+KCFI=$(realpath "${KCFI:-build/kcfi}")
 KCFI_ASAN=${KCFI_ASAN:+$(realpath "$KCFI_ASAN")}
 BUILD=${BUILD:-build/check}
 TOOLS=$(realpath "${TOOLS:-build/tests}")

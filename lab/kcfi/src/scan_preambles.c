@@ -6,6 +6,7 @@
 
 #include "elf.h"
 #include "insn.h"
+#include "index.h"
 #include "scan_internal.h"
 
 #define MAX_PADDING 64 /* x86_64: nop bytes around the mov $id, %eax */
@@ -42,7 +43,7 @@ int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nr
 		/* The entry is where NAME starts, after at most a run of nops. */
 		for (entry = mov + 5; entry <= sec->size && entry - mov - 5 <= MAX_PADDING;
 		     entry++) {
-			target = scan_fsym_at(s, secno, entry, name);
+			target = index_fsym_at(s, secno, entry, name);
 			if (target || entry == sec->size || sec->data[entry] != 0x90)
 				break;
 		}
@@ -57,7 +58,7 @@ int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nr
 		f.id_off = (uint32_t)(entry - (mov + 1));
 		f.evidence = KCFI_EV_CFI_SYMBOL;
 		if (ef->type == ELF_ET_REL)
-			scan_resolve_id_reloc(s, relocs, nrelocs, &f, mov + 1);
+			index_resolve_id_reloc(s, relocs, nrelocs, &f, mov + 1);
 		PUSH(s->funcs, s->nfuncs, cap, f);
 	}
 	return 0;
@@ -92,7 +93,7 @@ int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 		if (s->typeids[i].defined)
 			PUSH(ids, nids, capids, s->typeids[i].id);
 	if (nids)
-		qsort(ids, nids, sizeof(*ids), scan_cmp_u32);
+		qsort(ids, nids, sizeof(*ids), index_cmp_u32);
 
 	for (size_t i = 0; i < s->nfsyms; i++) {
 		const struct kcfi_fsym *fs = &s->fsyms[i];
@@ -104,14 +105,14 @@ int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 		/* One entry per address: aliases follow the preferred name. */
 		if (i > 0 && fs->sec == fs[-1].sec && fs->off == fs[-1].off)
 			continue;
-		if (scan_helper_symbol(fs->name) || fs->off % 4)
+		if (index_helper_symbol(fs->name) || fs->off % 4)
 			continue;
 		for (int nops = 0; nops <= A64_MAX_PADDING_NOPS; nops++) {
 			if (fs->off < 4 + 4 * (uint64_t)nops)
 				break;
 			at = fs->off - 4 - 4 * (uint64_t)nops;
-			if (s->has_mapping_symbols ? scan_has_loc(dmaps, ndmaps, fs->sec, at) :
-			    scan_has_u32(ids, nids, elf_rd32(code + at))) {
+			if (s->has_mapping_symbols ? index_has_loc(dmaps, ndmaps, fs->sec, at) :
+			    index_has_u32(ids, nids, elf_rd32(code + at))) {
 				found = 1;
 				break;
 			}
@@ -129,7 +130,7 @@ int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 		f.id_off = (uint32_t)(fs->off - at);
 		f.evidence = s->has_mapping_symbols ? KCFI_EV_MAPPING : KCFI_EV_KNOWN_ID;
 		if (ef->type == ELF_ET_REL)
-			scan_resolve_id_reloc(s, relocs, nrelocs, &f, at);
+			index_resolve_id_reloc(s, relocs, nrelocs, &f, at);
 		PUSH(s->funcs, s->nfuncs, cap, f);
 	}
 	free(ids);

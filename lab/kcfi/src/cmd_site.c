@@ -12,6 +12,7 @@
 
 #include "elf.h"
 #include "report.h"
+#include "index.h"
 #include "scan.h"
 #include "util.h"
 

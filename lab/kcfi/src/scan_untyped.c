@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "scan_internal.h"
 
 /* Sections whose references to functions are bookkeeping, not pointers. */
@@ -79,7 +80,7 @@ int scan_untyped(struct kcfi_scan *s)
 		typed[i].sec = s->funcs[i].sec;
 		typed[i].off = s->funcs[i].off;
 	}
-	qsort(typed, s->nfuncs, sizeof(*typed), scan_cmp_locs);
+	qsort(typed, s->nfuncs, sizeof(*typed), index_cmp_locs);
 
 	for (uint32_t i = 1; i < ef->nsections; i++) {
 		const struct elf_section *rs = &ef->sections[i];
@@ -114,9 +115,9 @@ int scan_untyped(struct kcfi_scan *s)
 			} else if (sym->type != ELF_STT_FUNC) {
 				continue;
 			}
-			fs = scan_fsym_at(s, sec, off, NULL);
-			if (!fs || scan_helper_symbol(fs->name) || static_call_trampoline(ef, fs) ||
-			    scan_has_loc(typed, s->nfuncs, sec, off))
+			fs = index_fsym_at(s, sec, off, NULL);
+			if (!fs || index_helper_symbol(fs->name) || static_call_trampoline(ef, fs) ||
+			    index_has_loc(typed, s->nfuncs, sec, off))
 				continue;
 			/* A function's reference to itself is _THIS_IP_, not a pointer. */
 			if (rs->info == sec && r.offset >= fs->off && r.offset - fs->off < fs->size)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "insn.h"
+#include "index.h"
 #include "scan_internal.h"
 
 static int cmp_sites(const void *a, const void *b)
@@ -234,7 +235,7 @@ static int read_traps(struct kcfi_scan *s, struct traps *t)
 	if (rc == 0 && !s->has_traps && ef->type != ELF_ET_REL)
 		rc = read_bracketed_entries(s, t);
 	if (rc == 0 && t->n)
-		qsort(t->v, t->n, sizeof(*t->v), scan_cmp_locs);
+		qsort(t->v, t->n, sizeof(*t->v), index_cmp_locs);
 	return rc;
 }
 
@@ -244,7 +245,7 @@ static void match_traps(struct kcfi_scan *s, const struct loc *traps, size_t ntr
 
 	for (size_t i = 0; i < s->nsites; i++)
 		if (s->has_traps)
-			s->sites[i].in_traps = scan_has_loc(traps, ntraps, s->sites[i].sec,
+			s->sites[i].in_traps = index_has_loc(traps, ntraps, s->sites[i].sec,
 						       s->sites[i].trap);
 	/* Sites are sorted by trap already: reuse them as a lookup table. */
 	site_traps = malloc((s->nsites ? s->nsites : 1) * sizeof(*site_traps));
@@ -255,7 +256,7 @@ static void match_traps(struct kcfi_scan *s, const struct loc *traps, size_t ntr
 		site_traps[i].off = s->sites[i].trap;
 	}
 	for (size_t i = 0; i < ntraps; i++)
-		if (!scan_has_loc(site_traps, s->nsites, traps[i].sec, traps[i].off))
+		if (!index_has_loc(site_traps, s->nsites, traps[i].sec, traps[i].off))
 			s->traps_without_site++;
 	free(site_traps);
 }

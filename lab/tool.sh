@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The lab's host tool (lab/kcfi): built once into KCFI_LAB_HOME, out of
+# the source tree, and again only when its sources change. Sourced by
+# run.sh, exercises/lib.sh and the tests, never executed.
+# shellcheck disable=SC2034 # LAB_TOOL_BIN is for the sourcing scripts
+
+LAB_TOOL_SRC="$KCFI_LAB_ROOT/lab/kcfi"
+LAB_TOOL_DIR="$KCFI_LAB_HOME/build/tool"
+LAB_TOOL_BIN="$LAB_TOOL_DIR/kcfi"
+LAB_TOOL_LOG="$LAB_TOOL_DIR/make.log"
+
+# tool_is_current: the built tool comes from this source tree and is newer
+# than each of its sources. No make: this runs on every ./run.sh kcfi.
+tool_is_current() {
+	local from newer
+	[ -x "$LAB_TOOL_BIN" ] && [ -f "$LAB_TOOL_DIR/source" ] || return 1
+	from=$(<"$LAB_TOOL_DIR/source")
+	[ "$from" = "$LAB_TOOL_SRC" ] || return 1
+	newer=$(find "$LAB_TOOL_SRC/src" "$LAB_TOOL_SRC/Makefile" -newer "$LAB_TOOL_BIN" -print -quit)
+	[ -z "$newer" ]
+}
+
+# tool_make TARGET...: lab/kcfi's make TARGET, built in LAB_TOOL_DIR, one
+# make at a time per home. Its output goes to LAB_TOOL_LOG; returns make's status.
+tool_make() {
+	mkdir -p "$LAB_TOOL_DIR"
+	(
+		flock 8
+		local -a force=()
+		# Objects made from another checkout can be newer than this one's
+		# sources, so make's timestamps cannot tell: rebuild everything.
+		[ "$(cat "$LAB_TOOL_DIR/source" 2>/dev/null)" = "$LAB_TOOL_SRC" ] || force=(-B)
+		# make cannot take paths with spaces: relative ones, through a link.
+		cd "$LAB_TOOL_DIR/.." || exit
+		ln -sfn "$LAB_TOOL_SRC" "$LAB_TOOL_DIR/lab-kcfi"
+		make -s -j"$KCFI_LAB_JOBS" -f "${LAB_TOOL_DIR##*/}/lab-kcfi/Makefile" S="${LAB_TOOL_DIR##*/}/lab-kcfi" \
+			O="${LAB_TOOL_DIR##*/}" "${force[@]}" "$@" >"$LAB_TOOL_LOG" 2>&1 || exit
+		printf '%s\n' "$LAB_TOOL_SRC" >"$LAB_TOOL_DIR/source"
+	) 8>"$LAB_TOOL_DIR/.lock"
+}
+
+# build_tool: make sure LAB_TOOL_BIN is built from these sources; on
+# failure, make's output is in LAB_TOOL_LOG.
+build_tool() {
+	tool_is_current || tool_make kcfi
+}
