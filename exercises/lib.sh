@@ -104,11 +104,11 @@ ex_need_args() {
 }
 
 # ex_need_vmlinux ARCH: the built kernel, or exit 2 with the command to build it.
-# ex_need_worktree: the kernel source tree is here. A home made from a
-# pack has the kernels but no tree: say so in one line.
+# ex_need_worktree: the kernel source tree is here (the whole tree, or
+# the part a pack carries). Without it, say so in one line.
 ex_need_worktree() {
 	[ -e "$LAB_WORKTREE/Makefile" ] ||
-		cannot_check "no kernel source tree in $LAB_WORKTREE (a pack carries only the kernels); import it with: ./run.sh prepare"
+		cannot_check "no kernel source tree in $LAB_WORKTREE; import it with ./run.sh prepare, or unpack a pack made by this version of the lab"
 }
 
 ex_need_vmlinux() {
@@ -343,6 +343,9 @@ make_module() {
 	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
 		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch"
 	ex_need_worktree
+	local why
+	why=$(kbuild_home_error)
+	[ -z "$why" ] || cannot_check "$why"
 	stamp=$({ cat "$src"/*; stat -c %Y "$(vmlinux_of "$arch")"; } | sha256sum | cut -c1-16)
 	# No $out yet (find fails): no .ko, build it.
 	ko=$(find "$out" -maxdepth 1 -name '*.ko' 2>/dev/null | sed -n 1p) || true

@@ -12,8 +12,10 @@ config_fragments() {
 }
 
 kmake() {
-	local arch=$1
+	local arch=$1 why
 	shift
+	why=$(kbuild_home_error)
+	[ -z "$why" ] || die "$why"
 	make -C "$LAB_WORKTREE" O="$(build_dir "$arch")" ARCH="$(kbuild_arch "$arch")" \
 		LLVM="$KCFI_LAB_LLVM" "$@"
 }

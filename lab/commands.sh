@@ -17,6 +17,8 @@ cmd_status() {
 	echo "packages:       $src $(package_version "$src"), clang$KCFI_LAB_LLVM $(package_version "clang$KCFI_LAB_LLVM"), qemu $(package_version "$qemu")"
 	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify distro >/dev/null 2>&1; then
 		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' distro)"
+	elif pack_home; then
+		echo "distro import:  none (the pack carries the kernels and the sources the exercises read)"
 	else
 		echo "distro import:  none (run ./run.sh setup, then ./run.sh build)"
 	fi
@@ -29,7 +31,9 @@ cmd_status() {
 	if [ -f "$PACK_MANIFEST" ]; then
 		echo "pack:           installed $(sed -n 's/^created: //p' "$PACK_MANIFEST"), bundle $(sed -n 's/^bundle-sha256: //p' "$PACK_MANIFEST" | cut -c1-12)"
 		sed -n 's/^  /                /p' "$PACK_MANIFEST"
-		[ -e "$LAB_WORKTREE/Makefile" ] || echo "                (no worktree: ./run.sh boots the kernels from the pack)"
+		if pack_home; then
+			echo "                (no kernel repository: ./run.sh boots the kernels from the pack)"
+		fi
 		local debs
 		debs=$(sed -n 's/^debs: //p' "$PACK_MANIFEST")
 		[ -z "$debs" ] || echo "                Debian packages: $debs ($DEBS_DIR)"

@@ -49,6 +49,14 @@ initramfs_image() {
 	echo "$KCFI_LAB_HOME/initramfs/$1.cpio.gz"
 }
 
+# kbuild_home_error: why the kernel's build cannot work in KCFI_LAB_HOME,
+# or nothing. Kbuild refuses source and output paths with spaces or colons.
+kbuild_home_error() {
+	case "$KCFI_LAB_HOME" in
+	*[[:space:]:]*) echo "the kernel's build cannot use a path with spaces or colons (KCFI_LAB_HOME=$KCFI_LAB_HOME); set KCFI_LAB_HOME to another directory" ;;
+	esac
+}
+
 have() {
 	command -v "$1" >/dev/null 2>&1
 }

@@ -8,14 +8,14 @@ DEBS_DIR="$KCFI_LAB_HOME/debs"
 
 # learner_packages ARCH...: what a learner with a pack runs: QEMU, cpio
 # (the initramfs of a --run boot), gdb and tmux (--gdb), the LLVM tools
-# and clang (exercise 03 asks clang for type ids), python3 (exercise 03's
-# xxh64.py).
+# and clang (exercise 03 asks clang for type ids), lld and make (the
+# modules of exercises 09 and 10), python3 (exercise 03's xxh64.py).
 learner_packages() {
 	local arch
 	for arch in "$@"; do
 		arch_get "$arch" qemu_package
 	done
-	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" python3
+	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" "lld$KCFI_LAB_LLVM" make python3
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is

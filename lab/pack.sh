@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Classroom packs: the built kernels, initramfs images and gdb scripts in
-# one checked archive, so that learners boot without building. Sourced by
-# run.sh.
+# one checked archive, so that learners boot without building, and the
+# kernel sources the exercises read and an external module build needs,
+# so that they do every exercise without importing the kernel. Sourced
+# by run.sh.
 
 PACK_FORMAT="kcfi-lab-pack 1"
 PACK_MANIFEST="$KCFI_LAB_HOME/pack.manifest"
@@ -11,16 +13,49 @@ bundle_sha() {
 }
 
 # pack_files ARCH: what a learner needs of ARCH's build, relative to
-# KCFI_LAB_HOME (gdb's scripts are symlinks into the tree: tar -h follows).
+# KCFI_LAB_HOME (gdb's scripts are symlinks into the tree: tar -h follows):
+# the kernel, its gdb scripts and modules, and what an external module
+# build reads of the build tree (as Debian's linux-headers packages
+# carry it: generated headers, host programs, Module.symvers).
 pack_files() {
-	local arch=$1 out rel image
+	local arch=$1 out rel image karch
 	out=$(build_dir "$arch")
 	image=$(kernel_image "$arch")
+	karch=$(kbuild_arch "$arch")
 	rel="build/$arch"
 	printf '%s\n' "$rel/vmlinux" "$rel/.config" "$rel/System.map" "$rel/vmlinux-gdb.py" \
-		"$rel${image#"$out"}" \
+		"$rel${image#"$out"}" "$rel/Module.symvers" \
 		"initramfs/$arch.cpio.gz"
-	(cd "$KCFI_LAB_HOME" && find "$rel/scripts/gdb" -name '*.py' && find "$rel" -name '*.ko') | sort
+	(
+		cd "$KCFI_LAB_HOME" || exit
+		find "$rel/scripts/gdb" -name '*.py'
+		find "$rel" -name '*.ko'
+		find "$rel/include" "$rel/arch/$karch/include" "$rel/scripts" -type f ! -name '*.cmd'
+		find "$rel/tools/objtool" -maxdepth 1 -type f -name objtool 2>/dev/null || true
+	) | LC_ALL=C sort -u
+}
+
+# pack_source_files ARCH...: the worktree files a pack carries, relative
+# to KCFI_LAB_HOME: what an external module build reads of the source
+# tree (as Debian's linux-headers packages carry it), the files the lab's
+# commits touch, and the sources the exercises read
+# (exercises/pack-sources).
+pack_source_files() {
+	local arch karch
+	(
+		cd "$LAB_WORKTREE" || exit
+		find . -maxdepth 1 -name 'Makefile*'
+		find include scripts \( -type f -o -type l -xtype f \)
+		git diff --name-only distro..HEAD
+		for arch in "$@"; do
+			karch=$(kbuild_arch "$arch")
+			find "arch/$karch" -maxdepth 1 -name 'Makefile*'
+			find "arch/$karch" \( -name Kbuild.platforms -o -name Platform \
+				-o -path '*/include/*' -o -path '*/scripts/*' \) \( -type f -o -type l -xtype f \)
+			sed -e '/^#/d' -e '/^$/d' -e "s/@kbuild_arch@/$karch/g" "$KCFI_LAB_ROOT/exercises/pack-sources" |
+				while read -r path; do find "$path" -type f; done
+		done
+	) | sed -e 's|^\./||' -e 's|^|worktree/|' | LC_ALL=C sort -u
 }
 
 # write_manifest ARCHES DEBS
@@ -44,7 +79,9 @@ write_manifest() {
 cmd_pack() {
 	local output=$1 debs=$2 arch stage
 	shift 2
-	[ -e "$LAB_WORKTREE/Makefile" ] || die "nothing to pack: build first (./run.sh build $*)"
+	if [ ! -d "$LAB_GIT" ] || [ ! -e "$LAB_WORKTREE/Makefile" ]; then
+		die "nothing to pack: build first (./run.sh build $*)"
+	fi
 	for arch in "$@"; do
 		kernel_is_built "$arch" || die "the $arch kernel is not built from the current tree; run: ./run.sh build $arch"
 		[ -f "$(initramfs_image "$arch")" ] || die "no $arch initramfs; run: ./run.sh build $arch"
@@ -57,6 +94,7 @@ cmd_pack() {
 	for arch in "$@"; do
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
 	done
+	mapfile -t -O "${#files[@]}" files < <(pack_source_files "$@")
 	if [ -n "$debs" ]; then
 		debs_fetch "$@"
 		mapfile -t -O "${#files[@]}" files < <(cd "$KCFI_LAB_HOME" && find debs -type f | LC_ALL=C sort)
@@ -100,20 +138,47 @@ cmd_unpack() {
 			die "$file carries packages for ${debs%%,*}, this machine is $host_arch; use a pack made on a $host_arch machine"
 		rm -rf "$DEBS_DIR"
 	fi
-	local f
-	while read -r _ f; do
-		[ "$f" = MANIFEST ] && continue
-		mkdir -p "$KCFI_LAB_HOME/$(dirname "$f")"
-		mv -f "$tmp/$f" "$KCFI_LAB_HOME/$f"
-	done <"$tmp/SHA256SUMS"
-	mv -f "$tmp/MANIFEST" "$PACK_MANIFEST"
+	rm -f "$tmp/SHA256SUMS"
+	mv -f "$tmp/MANIFEST" "$PACK_MANIFEST.new"
+	# A home with the kernel's repository keeps its own worktree.
+	if [ -d "$LAB_GIT" ]; then
+		rm -rf "$tmp/worktree"
+	elif [ -d "$tmp/worktree" ]; then
+		rm -rf "$LAB_WORKTREE"
+	fi
+	# Hard links: the same file system, one process for thousands of files.
+	cp -al --remove-destination "$tmp/." "$KCFI_LAB_HOME/"
+	[ -d "$LAB_GIT" ] || [ ! -d "$tmp/worktree" ] || pack_worktree_git
+	mv -f "$PACK_MANIFEST.new" "$PACK_MANIFEST"
 	info "installed the pack into $KCFI_LAB_HOME: $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
 	[ -z "$debs" ] || debs_install
 }
 
-# from_pack ARCH: true when ARCH's kernel comes from an unpacked pack (no
-# worktree to build from).
+# pack_worktree_git: the lab's kernel commits in a pack's worktree, from
+# the repository's bundle (whose checksum unpack compared with the pack's):
+# branch kcfi-lab on its sparse root, named distro. The pack's files stay
+# as they are; git tracks only the files the commits touch.
+pack_worktree_git() {
+	local wt="$LAB_WORKTREE" root
+	rm -rf "$wt/.git"
+	git init -q "$wt"
+	git -C "$wt" fetch -q --no-tags "$KCFI_LAB_BUNDLE" "refs/heads/$LAB_BRANCH:refs/heads/$LAB_BRANCH" ||
+		die "cannot read $LAB_BRANCH from $KCFI_LAB_BUNDLE"
+	git -C "$wt" symbolic-ref HEAD "refs/heads/$LAB_BRANCH"
+	root=$(git -C "$wt" rev-list --max-parents=0 "$LAB_BRANCH")
+	git -C "$wt" branch -f distro "$root"
+	git -C "$wt" reset -q
+	printf '%s\n' '# A pack carries part of the kernel tree; git tracks what the lab changed.' '*' \
+		>>"$wt/.git/info/exclude"
+}
+
+# pack_home: the kernels and sources here come from a pack; there is no
+# kernel repository to build in.
+pack_home() {
+	[ -f "$PACK_MANIFEST" ] && [ ! -d "$LAB_GIT" ]
+}
+
+# from_pack ARCH: true when ARCH's kernel comes from an unpacked pack.
 from_pack() {
-	[ -f "$PACK_MANIFEST" ] && [ ! -e "$LAB_WORKTREE/Makefile" ] &&
-		[ -f "$(kernel_image "$1")" ] && [ -f "$(initramfs_image "$1")" ]
+	pack_home && [ -f "$(kernel_image "$1")" ] && [ -f "$(initramfs_image "$1")" ]
 }

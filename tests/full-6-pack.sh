@@ -2,10 +2,10 @@
 # Classroom packs: pack, unpack into a fresh home, boot without building.
 
 make_pack() {
-	PACK="$TEST_TMP/pack x86.tar.gz"
+	PACK="$TEST_TMP/pack both.tar.gz"
 	[ -f "$PACK" ] && return
-	lab build x86_64
-	lab pack x86_64 -o "$PACK"
+	lab build x86_64 arm64
+	lab pack x86_64 arm64 -o "$PACK"
 }
 
 test_pack_unpack_boots_without_building() {
@@ -25,14 +25,49 @@ test_pack_unpack_boots_without_building() {
 	# The packed vmlinux is the built one: same type ids for gdb and objdump.
 	cmp -s "$home/build/x86_64/vmlinux" "$(vmlinux_of x86_64)" || fail "packed vmlinux differs"
 	[ -f "$home/build/x86_64/scripts/gdb/linux/utils.py" ] || fail "gdb's lx- scripts missing from the pack"
-	# A checker that needs the kernel tree, which a pack does not carry,
-	# says so in one line and why, instead of grep's and sed's errors.
+	# The kernel's build refuses paths with spaces: a checker that builds
+	# a module says so in one line, as does one without a kernel tree
+	# (a pack made before packs carried one).
+	expect_exit 2 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/exercises/09-traps-modules/check" a b
+	assert_eq "$OUT" "cannot check: the kernel's build cannot use a path with spaces or colons (KCFI_LAB_HOME=$home); set KCFI_LAB_HOME to another directory"
+	rm -rf "$home/worktree"
 	local ex
 	for ex in 01-tour/check:"1 x" 06-strict-oops/check:"a b:1 c:2" 07-permissive/check:"a b"; do
 		# shellcheck disable=SC2086 # the answers are words
 		expect_exit 2 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/exercises/${ex%%:*}" ${ex#*:}
-		assert_eq "$OUT" "cannot check: no kernel source tree in $home/worktree (a pack carries only the kernels); import it with: ./run.sh prepare" "${ex%%:*} from a pack"
+		assert_eq "$OUT" "cannot check: no kernel source tree in $home/worktree; import it with ./run.sh prepare, or unpack a pack made by this version of the lab" "${ex%%:*} without a tree"
 	done
+}
+
+test_pack_home_passes_every_exercise() {
+	# A learner with only a pack, KCFI_LAB_HOME off the default path: the
+	# instructor run passes every exercise on every packed arch, with the
+	# sources and the module build tree the pack carries.
+	make_pack
+	local home="$TEST_TMP/pack-only" out="$TEST_TMP/pack-instructor.log" rc=0 name arch want=0
+	KCFI_LAB_HOME="$home" lab unpack "$PACK"
+	[ ! -e "$home/linux.git" ] || fail "the pack user got a kernel import"
+	assert_eq "$(git -C "$home/worktree" log --format=%s distro..HEAD)" \
+		"$(git -C "$LAB_WORKTREE" log --format=%s distro..HEAD)" "the pack worktree's lab commits"
+	assert_eq "$(git -C "$home/worktree" status --porcelain)" "" "git status in the pack worktree"
+	env -u KCFI_LAB_EX_CACHE KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" lab --instructor >"$out" 2>&1 </dev/null || rc=$?
+	cat "$out"
+	assert_eq "$rc" 0 "instructor run from a pack"
+	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
+		for arch in $(ex_arches "$name"); do
+			want=$((want + 1))
+			assert_grep "^PASS $name +$arch " "$out" "$name on $arch passes from a pack"
+		done
+	done
+	assert_eq "$(grep -c '^PASS ' "$out")" "$want" "PASS lines"
+	# The module was built here, against the pack's tree; without a file
+	# of it the same checker cannot build: the pass depended on the pack.
+	local ko
+	ko=$(find "$home/exercises/modules/x86_64/09-traps-modules" -name '*.ko' -print -quit)
+	[ -n "$ko" ] || fail "no module built in the pack home"
+	rm -rf "$home/exercises/modules" "$home/worktree/scripts/Makefile.modpost"
+	expect_exit 2 env -u KCFI_LAB_EX_CACHE KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/exercises/09-traps-modules/check" a b
+	[[ "$OUT" == *"cannot check: module build failed"* ]] || fail "unexpected: $OUT"
 }
 
 test_damaged_pack_is_refused() {
