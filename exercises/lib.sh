@@ -10,13 +10,16 @@
 
 EX_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
-# tests/lib.sh brings lab/common.sh (paths) and the facts-from-the-build
-# helpers: vmlinux_of, symbol_addr, word_before, preamble_type,
-# site_expected_type.
-# shellcheck source=tests/lib.sh
-. "$KCFI_LAB_ROOT/tests/lib.sh"
+# The lab's paths (lab/common.sh), its tool (lab/tool.sh) and the facts
+# from the build the tests use too (lab/facts.sh: vmlinux_of,
+# preamble_type, site_fact, ...), read with the tool: a checker's route
+# to an answer, not the llvm-objdump route a solution takes.
+# shellcheck source=lab/common.sh
+. "$KCFI_LAB_ROOT/lab/common.sh"
 # shellcheck source=lab/tool.sh
 . "$KCFI_LAB_ROOT/lab/tool.sh"
+# shellcheck source=lab/facts.sh
+. "$KCFI_LAB_ROOT/lab/facts.sh"
 
 LLVM_OBJDUMP=llvm-objdump-16
 LLVM_NM=llvm-nm-16
@@ -152,21 +155,6 @@ disasm_raw() {
 	"$LLVM_OBJDUMP" -d --disassemble-symbols="$2" "$(vmlinux_of "$1")" 2>/dev/null
 }
 
-# trap_offset ARCH FUNC: the offset of the first ud2 (x86_64) or kCFI brk
-# (arm64) in FUNC, as 0x hex.
-trap_offset() {
-	local arch=$1 func=$2 base pc
-	base=$(symbol_addr "$arch" "$func")
-	[ -n "$base" ] || return 1
-	if [ "$arch" = x86_64 ]; then
-		pc=$(disasm "$arch" "$func" | awk '!done && $2 == "ud2" { sub(":", "", $1); print $1; done = 1 }')
-	else
-		pc=$(disasm "$arch" "$func" | awk '!done && $2 == "brk" && $3 ~ /^#0x8/ { sub(":", "", $1); print $1; done = 1 }')
-	fi
-	[ -n "$pc" ] || return 1
-	printf '0x%x\n' $((0x$pc - 0x$base))
-}
-
 # nm_listing ARCH: the path of llvm-nm -S's listing of ARCH's vmlinux,
 # made once per build in EX_CACHE (a checker looks up several symbols;
 # llvm-nm takes a quarter second each time on the arm64 image).
@@ -191,7 +179,7 @@ nm_listing() {
 }
 
 # symbol_addr ARCH SYMBOL: the symbol's address, 16 hex digits (replaces
-# tests/lib.sh's, from the cached listing).
+# lab/facts.sh's, from the cached listing).
 symbol_addr() {
 	awk -v s="$2" '$4 == s && !found { print $1; found = 1 }' "$(nm_listing "$1")"
 }

@@ -308,8 +308,8 @@ lab_solution() {
 	local name=$1 arch=$2 cache key
 	key=$({
 		cd "$LAB_EXERCISES/$name" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
-		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT/tests/lib.sh" "$KCFI_LAB_ROOT/lab/common.sh" \
-			"$KCFI_LAB_ROOT/lab/arch.sh" "$KCFI_LAB_ROOT"/lab/arch/*.conf "$KCFI_LAB_ROOT"/lab/kernel/*.conf
+		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT"/lab/{common,tool,facts,arch}.sh \
+			"$KCFI_LAB_ROOT"/lab/arch/*.conf "$KCFI_LAB_ROOT"/lab/kernel/*.conf "$KCFI_LAB_ROOT"/lab/kcfi/src/*
 	} | sha256sum | cut -c1-16)
 	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
 	if [ ! -s "$cache" ]; then

@@ -57,7 +57,7 @@ check_failure_line() {
 	exp=$(preamble_type "$arch" "$from")
 	case "$exp" in "" | none) fail "no preamble type for $from in $arch vmlinux" ;; esac
 	assert_eq "$(site_expected_type "$arch" "$caller")" "$exp" "$arch: $caller's check expects $from's type"
-	tt=$(preamble_type "$arch" "$target") || fail "no $target in $arch vmlinux"
+	tt=$(reported_target_type "$arch" "$target") || fail "no $target in $arch vmlinux"
 	if [ "$tt" = none ]; then tail="target has no kCFI preamble"; else tail="target type: 0x$tt"; fi
 	sec=$(section_file "$arch" "$test")
 	section "$log" "$test" >"$sec"

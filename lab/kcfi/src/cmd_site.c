@@ -17,11 +17,12 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: kcfi site IMAGE ADDRESS|SYMBOL+OFFSET|SECTION+OFFSET|SYMBOL\n"
+	"usage: kcfi site IMAGE ADDRESS|SYMBOL+OFFSET|SECTION+OFFSET|SYMBOL [--json]\n"
 	"  Show the KCFI check site at ADDRESS (hex; in a .o/.ko an offset in\n"
 	"  its code section) or SYMBOL+OFFSET (\"/size\" suffix allowed), its\n"
 	"  expected type id and the functions with that id.  SYMBOL alone lists\n"
-	"  every check site inside that function.\n";
+	"  every check site inside that function.  --json prints the same, and\n"
+	"  where the check starts and how long it is, for scripts.\n";
 
 static int site_covers(const struct kcfi_site *st, uint32_t sec, uint64_t off)
 {
@@ -29,14 +30,35 @@ static int site_covers(const struct kcfi_site *st, uint32_t sec, uint64_t off)
 }
 
 static size_t printed; /* sites printed so far */
+static int json;      /* --json */
+
+static void print_site_json(const struct kcfi_scan *s, const struct kcfi_site *st)
+{
+	size_t n;
+	const size_t *fns = kcfi_funcs_with_id(s, st->id, &n);
+
+	printf("%s\n    {", printed++ ? "," : "");
+	kcfi_json_site_fields(stdout, s, st);
+	printf(", \"callees\": [");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? ", " : "");
+		kcfi_json_string(stdout, s->funcs[fns[i]].name);
+	}
+	printf("]}");
+}
 
 static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 {
 	const struct elf_file *ef = s->elf;
 	char loc[96];
 	size_t n;
-	const size_t *fns = kcfi_funcs_with_id(s, st->id, &n);
+	const size_t *fns;
 
+	if (json) {
+		print_site_json(s, st);
+		return;
+	}
+	fns = kcfi_funcs_with_id(s, st->id, &n);
 	if (printed++)
 		putchar('\n');
 	kcfi_format_loc(s, st->sec, st->trap, loc, sizeof(loc));
@@ -198,6 +220,10 @@ int cmd_site(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		}
+		if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+			continue;
+		}
 		if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return kcfi_usage_err("site", usage, "unknown option '%s'", argv[i]);
 		if (noperands == 2)
@@ -215,7 +241,14 @@ int cmd_site(int argc, char **argv)
 		elf_close(&ef);
 		return EXIT_INPUT;
 	}
+	if (json) {
+		printf("{\n  \"file\": ");
+		kcfi_json_string(stdout, operands[0]);
+		printf(",\n  \"machine\": \"%s\",\n  \"sites\": [", elf_machine_name(ef.machine));
+	}
 	rc = lookup(&s, operands[1]);
+	if (json)
+		printf("\n  ]\n}\n");
 	kcfi_scan_free(&s);
 	elf_close(&ef);
 	return rc;

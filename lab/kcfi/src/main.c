@@ -11,6 +11,7 @@ static const char usage[] =
 	"  hash PROTOTYPE...            KCFI type id of a C function type\n"
 	"  scan IMAGE [--json]          preambles, check sites, traps, typeid symbols\n"
 	"  site IMAGE ADDR|SYMBOL+OFF   one check site and the functions it may call\n"
+	"  func IMAGE NAME...           the type id in front of each function\n"
 	"  explain --arch ARCH VALUE    decode an arm64 brk/ESR or x86_64 check bytes\n"
 	"Run 'kcfi COMMAND --help' for details.\n";
 
@@ -21,6 +22,7 @@ static const struct {
 	{ "hash", cmd_hash },
 	{ "scan", cmd_scan },
 	{ "site", cmd_site },
+	{ "func", cmd_func },
 	{ "explain", cmd_explain },
 };
 

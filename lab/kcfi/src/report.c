@@ -267,10 +267,55 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 	free(cls);
 }
 
+uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn)
+{
+	/* x86_64: the id is the immediate of a 5-byte mov (b8 <id>). */
+	return fn->id_off + (s->arch == KCFI_X86_64 ? 1 : 0);
+}
+
 /* ---- JSON ---- */
 
-static void json_loc(FILE *f, const struct kcfi_scan *s, const char *key,
-		     uint32_t sec, uint64_t off)
+void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi_func *fn)
+{
+	fprintf(f, "\"name\": ");
+	kcfi_json_string(f, fn->name);
+	fprintf(f, ", ");
+	kcfi_json_loc(f, s, "entry", fn->sec, fn->off);
+	if (fn->id_known)
+		fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\"", fn->id);
+	else
+		fprintf(f, ", \"type_id\": null");
+	fprintf(f, ", \"id_offset\": %" PRIu32 ", \"preamble_bytes\": %" PRIu32
+		", \"evidence\": \"%s\"", fn->id_off, kcfi_preamble_bytes(s, fn),
+		evidence_name(fn->evidence));
+	if (fn->id_sym) {
+		fprintf(f, ", \"id_symbol\": ");
+		kcfi_json_string(f, fn->id_sym);
+	}
+}
+
+void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi_site *st)
+{
+	kcfi_json_loc(f, s, "trap", st->sec, st->trap);
+	fprintf(f, ", ");
+	kcfi_json_loc(f, s, "check", st->sec, st->off);
+	fprintf(f, ", \"length\": %" PRIu32 ", \"type_id\": \"0x%08" PRIx32 "\""
+		", \"target_register\": \"%s\", \"type_id_from\": %" PRId32,
+		st->len, st->id, kcfi_reg_name(s, st->target_reg), st->disp);
+	if (s->arch == KCFI_ARM64)
+		fprintf(f, ", \"brk_immediate\": \"0x%04x\"", st->brk_imm);
+	fprintf(f, ", \"in_kcfi_traps\": %s, \"function\": ",
+		st->in_traps < 0 ? "null" : st->in_traps ? "true" : "false");
+	if (st->func) {
+		kcfi_json_string(f, st->func);
+		fprintf(f, ", \"function_offset\": %" PRIu64, st->func_off);
+	} else {
+		fprintf(f, "null");
+	}
+}
+
+void kcfi_json_loc(FILE *f, const struct kcfi_scan *s, const char *key,
+		   uint32_t sec, uint64_t off)
 {
 	fprintf(f, "\"%s\": {\"section\": ", key);
 	kcfi_json_string(f, s->elf->sections[sec].name);
@@ -297,20 +342,8 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 	for (size_t i = 0; i < s->nfuncs; i++) {
 		const struct kcfi_func *fn = &s->funcs[i];
 
-		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		kcfi_json_string(f, fn->name);
-		fprintf(f, ", ");
-		json_loc(f, s, "entry", fn->sec, fn->off);
-		if (fn->id_known)
-			fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\"", fn->id);
-		else
-			fprintf(f, ", \"type_id\": null");
-		fprintf(f, ", \"id_offset\": %" PRIu32 ", \"evidence\": \"%s\"",
-			fn->id_off, evidence_name(fn->evidence));
-		if (fn->id_sym) {
-			fprintf(f, ", \"id_symbol\": ");
-			kcfi_json_string(f, fn->id_sym);
-		}
+		fprintf(f, "%s\n    {", i ? "," : "");
+		kcfi_json_func_fields(f, s, fn);
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s],\n  \"check_sites\": [", s->nfuncs ? "\n  " : "");
@@ -318,22 +351,7 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 		const struct kcfi_site *st = &s->sites[i];
 
 		fprintf(f, "%s\n    {", i ? "," : "");
-		json_loc(f, s, "trap", st->sec, st->trap);
-		fprintf(f, ", ");
-		json_loc(f, s, "check", st->sec, st->off);
-		fprintf(f, ", \"type_id\": \"0x%08" PRIx32 "\", \"target_register\": \"%s\""
-			", \"type_id_from\": %" PRId32,
-			st->id, kcfi_reg_name(s, st->target_reg), st->disp);
-		if (s->arch == KCFI_ARM64)
-			fprintf(f, ", \"brk_immediate\": \"0x%04x\"", st->brk_imm);
-		fprintf(f, ", \"in_kcfi_traps\": %s, \"function\": ",
-			st->in_traps < 0 ? "null" : st->in_traps ? "true" : "false");
-		if (st->func) {
-			kcfi_json_string(f, st->func);
-			fprintf(f, ", \"function_offset\": %" PRIu64, st->func_off);
-		} else {
-			fprintf(f, "null");
-		}
+		kcfi_json_site_fields(f, s, st);
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s],\n  \"typeid_symbols\": [", s->nsites ? "\n  " : "");
@@ -355,7 +373,7 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 			fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
 			kcfi_json_string(f, s->untyped[i].name);
 			fprintf(f, ", ");
-			json_loc(f, s, "entry", s->untyped[i].sec, s->untyped[i].off);
+			kcfi_json_loc(f, s, "entry", s->untyped[i].sec, s->untyped[i].off);
 			fprintf(f, ", \"referenced_from\": ");
 			kcfi_json_string(f, s->untyped[i].ref_section);
 			fprintf(f, "}");

@@ -13,6 +13,22 @@
 void kcfi_format_loc(const struct kcfi_scan *s, uint32_t sec, uint64_t off,
 		     char *buf, size_t size);
 
+/* "KEY": {"section": ..., "offset": ..., "address": "0x..."} */
+void kcfi_json_loc(FILE *f, const struct kcfi_scan *s, const char *key,
+		   uint32_t sec, uint64_t off);
+
+/* A function's JSON fields, as kcfi scan --json and kcfi func --json
+ * print them (without the braces). */
+void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi_func *fn);
+
+/* A check site's JSON fields, as kcfi scan --json and kcfi site --json
+ * print them (without the braces). */
+void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi_site *st);
+
+/* Bytes a function's preamble puts before its entry (x86_64: the mov
+ * and its padding; arm64: the id word and any padding). */
+uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn);
+
 /* "rax" / "x2" */
 const char *kcfi_reg_name(const struct kcfi_scan *s, int reg);
 

@@ -323,6 +323,60 @@ for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
 		fail "site ${f##*/}: wrong targets"
 	fi
 done
+
+# kcfi func: the ids llvm-objdump shows in front of each function; none
+# for a function without a preamble; an error for a name that is none.
+for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
+	ex=$(is_exec "$f")
+	want=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" | awk '$1 == "F" { print "0x" $3, $4 }' | sort -u)
+	mapfile -t fnames < <(awk '{ print $2 }' <<<"$want" | sort -u)
+	got=$("$KCFI" func "$f" "${fnames[@]}" | awk '{ print $1, $2 }' | sort -u)
+	if [ -n "$want" ] && [ "$want" = "$got" ]; then
+		pass "func ${f##*/}: the ids of ${#fnames[@]} functions agree with llvm-objdump"
+	else
+		fail "func ${f##*/}: differs from llvm-objdump:"
+		diff <(echo "$want") <(echo "$got") | sed -n '1,10s/^/    /p' || true
+	fi
+done
+rc=0
+"$KCFI" func "$objs/x86-O2.o" no_such_function >/dev/null 2>"$BUILD/err" || rc=$?
+if [ "$("$KCFI" func "$objs/x86-O2.o" asm_untyped)" = "none        asm_untyped" ] && [ "$rc" = 1 ] &&
+	[ "$(cat "$BUILD/err")" = "kcfi: func: no symbol named 'no_such_function' in the code of $objs/x86-O2.o" ]; then
+	pass "func: none for a function without a preamble, exit 1 for no function"
+else
+	fail "func: asm_untyped or no_such_function (exit $rc): $("$KCFI" func "$objs/x86-O2.o" asm_untyped 2>&1) $(cat "$BUILD/err")"
+fi
+
+# kcfi site --json: valid JSON, the id of the text form, and a check that
+# ends with its trap (ud2: 2 bytes, brk: 4).
+if command -v python3 >/dev/null; then
+	for f in "$objs"/x86-exec "$objs"/a64-exec; do
+		ref=$("$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk")
+		bad=0
+		nsites=0
+		while read -r _ loc id _; do
+			nsites=$((nsites + 1))
+			if ! "$KCFI" site "$f" "0x$loc" --json >"$BUILD/site.json" ||
+				! python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["sites"][0]
+trap = 4 if "brk_immediate" in s else 2  # brk, ud2
+ok = (s["type_id"] == "0x" + sys.argv[2] and len(j["sites"]) == 1 and
+      int(s["check"]["address"], 16) + s["length"] == int(s["trap"]["address"], 16) + trap)
+sys.exit(0 if ok else 1)' "$BUILD/site.json" "$id"; then
+				bad=1
+				echo "    site 0x$loc --json: $(head -c 300 "$BUILD/site.json")"
+			fi
+		done < <(grep '^S ' <<<"$ref")
+		if [ "$bad" = 0 ] && [ "$nsites" -gt 0 ]; then
+			pass "site --json ${f##*/}: $nsites sites, ids and check extents right"
+		else
+			fail "site --json ${f##*/}"
+		fi
+	done
+fi
+
 if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" = 5 ]; then
 	pass "site SYMBOL lists all 5 check sites in many()"
 else
