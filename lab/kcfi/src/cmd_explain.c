@@ -89,66 +89,6 @@ static int explain_arm64(const char *arg)
 	return 0;
 }
 
-/* Hex bytes: "41 ba 5b", "41ba5b", "0x41,0xba"; '<' and '>' are ignored. */
-static int parse_bytes(int argc, char **argv, uint8_t *out, size_t *n)
-{
-	*n = 0;
-	for (int i = 0; i < argc; i++) {
-		const char *p = argv[i];
-
-		while (*p) {
-			char tok[64];
-			size_t len = 0, k;
-
-			while (*p && (isspace((unsigned char)*p) || *p == ',' || *p == '<' ||
-				      *p == '>'))
-				p++;
-			if (!*p)
-				break;
-			while (*p && !isspace((unsigned char)*p) && *p != ',' && *p != '<' &&
-			       *p != '>') {
-				if (len + 1 < sizeof(tok))
-					tok[len] = *p;
-				len++;
-				p++;
-			}
-			if (len >= sizeof(tok)) {
-				kcfi_err("explain", "bad hex byte string (token too long)");
-				return -1;
-			}
-			tok[len] = '\0';
-			if (tok[len - 1] == ':')
-				continue; /* a label such as "Code:" */
-			k = (tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X')) ? 2 : 0;
-			if (len == k || (len - k) % 2) {
-				kcfi_err("explain", "bad hex byte '%s'", tok);
-				return -1;
-			}
-			for (; k < len; k += 2) {
-				char pair[3] = { tok[k], tok[k + 1], 0 };
-				uint64_t v;
-
-				if (!isxdigit((unsigned char)pair[0]) ||
-				    !isxdigit((unsigned char)pair[1]) ||
-				    kcfi_parse_hex(pair, &v)) {
-					kcfi_err("explain", "bad hex byte '%s'", tok);
-					return -1;
-				}
-				if (*n == MAX_BYTES) {
-					kcfi_err("explain", "more than %d bytes", MAX_BYTES);
-					return -1;
-				}
-				out[(*n)++] = (uint8_t)v;
-			}
-		}
-	}
-	if (*n == 0) {
-		kcfi_err("explain", "no bytes given");
-		return -1;
-	}
-	return 0;
-}
-
 /* One line of the listing: bytes, instruction, comment. */
 static void line(const uint8_t *p, size_t n, const char *insn, const char *comment)
 {
@@ -171,7 +111,7 @@ static int explain_x86(int argc, char **argv)
 	char insn[64];
 	int best = -1, got;
 
-	if (parse_bytes(argc, argv, bytes, &n))
+	if (kcfi_parse_bytes("explain", argc, argv, bytes, MAX_BYTES, &n))
 		return EXIT_INPUT;
 	/* The check may start anywhere in the bytes: take the best decode. */
 	for (size_t i = 0; i < n; i++) {

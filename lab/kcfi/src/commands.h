@@ -6,6 +6,7 @@ int cmd_hash(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_site(int argc, char **argv);
 int cmd_func(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 
 #endif

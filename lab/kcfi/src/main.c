@@ -13,6 +13,7 @@ static const char usage[] =
 	"  site IMAGE ADDR|SYMBOL+OFF   one check site and the functions it may call\n"
 	"  func IMAGE NAME...           the type id in front of each function\n"
 	"  explain --arch ARCH VALUE    decode an arm64 brk/ESR or x86_64 check bytes\n"
+	"  decode --arch ARCH BYTES     find the check in code bytes (as gdb reads them)\n"
 	"Run 'kcfi COMMAND --help' for details.\n";
 
 static const struct {
@@ -23,6 +24,7 @@ static const struct {
 	{ "scan", cmd_scan },
 	{ "site", cmd_site },
 	{ "func", cmd_func },
+	{ "decode", cmd_decode },
 	{ "explain", cmd_explain },
 };
 

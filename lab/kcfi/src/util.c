@@ -73,3 +73,64 @@ void kcfi_json_string(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+/* Hex bytes: "41 ba 5b", "41ba5b", "0x41,0xba"; '<' and '>' are ignored. */
+int kcfi_parse_bytes(const char *cmd, int argc, char **argv, uint8_t *out, size_t max,
+		     size_t *n)
+{
+	*n = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *p = argv[i];
+
+		while (*p) {
+			char tok[64];
+			size_t len = 0, k;
+
+			while (*p && (isspace((unsigned char)*p) || *p == ',' || *p == '<' ||
+				      *p == '>'))
+				p++;
+			if (!*p)
+				break;
+			while (*p && !isspace((unsigned char)*p) && *p != ',' && *p != '<' &&
+			       *p != '>') {
+				if (len + 1 < sizeof(tok))
+					tok[len] = *p;
+				len++;
+				p++;
+			}
+			if (len >= sizeof(tok)) {
+				kcfi_err(cmd, "bad hex byte string (token too long)");
+				return -1;
+			}
+			tok[len] = '\0';
+			if (tok[len - 1] == ':')
+				continue; /* a label such as "Code:" */
+			k = (tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X')) ? 2 : 0;
+			if (len == k || (len - k) % 2) {
+				kcfi_err(cmd, "bad hex byte '%s'", tok);
+				return -1;
+			}
+			for (; k < len; k += 2) {
+				char pair[3] = { tok[k], tok[k + 1], 0 };
+				uint64_t v;
+
+				if (!isxdigit((unsigned char)pair[0]) ||
+				    !isxdigit((unsigned char)pair[1]) ||
+				    kcfi_parse_hex(pair, &v)) {
+					kcfi_err(cmd, "bad hex byte '%s'", tok);
+					return -1;
+				}
+				if (*n == max) {
+					kcfi_err(cmd, "more than %zu bytes", max);
+					return -1;
+				}
+				out[(*n)++] = (uint8_t)v;
+			}
+		}
+	}
+	if (*n == 0) {
+		kcfi_err(cmd, "no bytes given");
+		return -1;
+	}
+	return 0;
+}

@@ -2,6 +2,7 @@
 #ifndef KCFI_UTIL_H
 #define KCFI_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +22,12 @@ int kcfi_is_help(const char *arg);
 
 /* Parse a hexadecimal number with optional 0x prefix; 0 on success. */
 int kcfi_parse_hex(const char *s, uint64_t *value);
+
+/* Hex bytes from ARGV: "41 ba 5b", "41ba5b", "0x41,0xba"; '<', '>' and
+ * labels ending in ':' are ignored.  At most MAX into OUT, *N of them;
+ * 0, or -1 after a "kcfi: CMD: ..." error. */
+int kcfi_parse_bytes(const char *cmd, int argc, char **argv, uint8_t *out, size_t max,
+		     size_t *n);
 
 /* Write S as a JSON string literal. */
 void kcfi_json_string(FILE *f, const char *s);

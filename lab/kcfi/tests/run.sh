@@ -377,6 +377,40 @@ sys.exit(0 if ok else 1)' "$BUILD/site.json" "$id"; then
 	done
 fi
 
+# kcfi decode: each check site's bytes, with 8 bytes of code around them
+# (as gdb reads memory), decode to llvm-objdump's id, at the right offset.
+if command -v python3 >/dev/null; then
+	for f in "$objs"/x86-exec "$objs"/a64-exec; do
+		arch=x86_64
+		[[ "$f" == */a64-* ]] && arch=arm64
+		"$OBJCOPY" -O binary --only-section=.text "$f" "$BUILD/text.bin"
+		ref=$("$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk")
+		bad=0
+		nsites=0
+		while read -r _ loc id _; do
+			nsites=$((nsites + 1))
+			"$KCFI" site "$f" "0x$loc" --json >"$BUILD/site.json"
+			bytes=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["sites"][0]
+off, n = s["check"]["offset"], s["length"]
+code = open(sys.argv[2], "rb").read()
+print(code[max(off - 8, 0):off + n + 8].hex(" "), min(off, 8))' "$BUILD/site.json" "$BUILD/text.bin")
+			want_off=${bytes##* }
+			if ! out=$("$KCFI" decode --arch "$arch" --json "${bytes% *}") ||
+				[[ "$out" != *"\"offset\": $want_off,"*"\"type_id\": \"0x$id\""* ]]; then
+				bad=1
+				echo "    decode 0x$loc: ${out:-failed}"
+			fi
+		done < <(grep '^S ' <<<"$ref")
+		if [ "$bad" = 0 ] && [ "$nsites" -gt 0 ]; then
+			pass "decode ${f##*/}: the bytes of $nsites check sites decode to llvm-objdump's ids"
+		else
+			fail "decode ${f##*/}"
+		fi
+	done
+fi
+
 if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" = 5 ]; then
 	pass "site SYMBOL lists all 5 check sites in many()"
 else
@@ -498,6 +532,11 @@ if out=$("$TOOLS/replay-elf" "$bad"/* "$bad"/mut-*/* "$objs"/* 2>&1); then
 else
 	fail "ASan/UBSan replay: $(grep -m 3 -E 'ERROR|runtime error' <<<"$out")"
 fi
+if out=$("$TOOLS/replay-bytes" "$HERE"/../fuzz/corpus-bytes/* "$HERE"/../fuzz/corpus-proto/* "$objs"/* 2>&1); then
+	pass "ASan/UBSan: the byte parser and check decoders over seeds and objects: $(tail -n 1 <<<"$out")"
+else
+	fail "ASan/UBSan replay (bytes): $(grep -m 3 -E 'ERROR|runtime error|abort' <<<"$out")"
+fi
 
 # Bad prototypes and garbage lines: one error per line, no crash.
 problem=$(expect_error 1 "$KCFI" hash 'void (int')
@@ -552,13 +591,19 @@ usage_cases=(
 	"explain --arch"
 	"explain --arch mips 0x1"
 	"explain --arch arm64"
+	"func $good"
+	"func --bogus $good x"
+	"decode 41 ba"
+	"decode --arch"
+	"decode --arch mips 41"
+	"decode --arch x86_64"
 )
 for args in "${usage_cases[@]}"; do
 	# shellcheck disable=SC2086 # split the argument list on purpose
 	problem=$(expect_error 2 "$KCFI" $args)
 	if [ -z "$problem" ]; then pass "usage error: kcfi $args -> exit 2"; else fail "kcfi $args: $problem"; fi
 done
-for args in "--help" "help" "hash --help" "scan --help" "site -h" "explain --help"; do
+for args in "--help" "help" "hash --help" "scan --help" "site -h" "explain --help" "func --help" "decode -h"; do
 	# shellcheck disable=SC2086 # split the argument list on purpose
 	if out=$("$KCFI" $args) && grep -q '^usage: kcfi' <<<"$out"; then
 		pass "kcfi $args prints usage, exit 0"

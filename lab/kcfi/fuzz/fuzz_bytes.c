@@ -1,0 +1,49 @@
+/*
+ * libFuzzer target: the hex byte parser (kcfi explain, kcfi decode) and
+ * the check decoders run over what it parses, at every offset.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "insn.h"
+#include "util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void decode_all(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct x86_check x;
+		struct a64_check a;
+		const char *why = NULL;
+
+		if (x86_decode_check(p + i, n - i, &x, &why) == 4 && x.len > n - i)
+			abort(); /* a whole check lies inside the bytes */
+		if (a64_decode_check(p + i, n - i, &a, &why) == 6 && n - i < A64_CHECK_LEN)
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t out[4096];
+	char *text;
+	size_t n;
+
+	if (size > 64 * 1024)
+		return 0;
+	decode_all(data, size);
+	text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (kcfi_parse_bytes("fuzz", 1, &text, out, sizeof(out), &n) == 0) {
+		if (n == 0 || n > sizeof(out))
+			abort();
+		decode_all(out, n);
+	}
+	free(text);
+	return 0;
+}
