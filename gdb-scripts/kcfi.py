@@ -1,28 +1,64 @@
-"""KCFI Lab gdb commands for x86_64 and arm64 kCFI kernels.
+"""KCFI Lab gdb commands for the lab's kCFI kernels.
 
 Loaded by ./run.sh --gdb; by hand: (gdb) source gdb-scripts/kcfi.py
 
   kcfi-preamble FUNC    the type id in front of FUNC, and its preamble
   kcfi-site [ADDR]      the check at or after ADDR (default $pc): expected
                         id, target register and, when running, the verdict
-  kcfi-step-to-trap     stepi through the check: stops at the ud2/brk on a
+  kcfi-step-to-trap     stepi through the check: stops at the trap on a
                         mismatch, at the call when the types match
-  kcfi-explain          at a ud2/brk: decode it the way the kernel does
+  kcfi-explain          at the trap: decode it the way the kernel does
   kcfi-break-handlers   breakpoints on the kernel's CFI trap handlers
+
+The commands read the running kernel's memory; the lab's tool (lab/kcfi,
+through ./run.sh kcfi) decodes it, and the lab's arch files
+(lab/arch/*.conf) say what differs between arches.
 """
+
+import glob
+import json
+import os
+import subprocess
 
 import gdb
 
-X86_REGS = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
-            "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def arch():
+def gdb_arch():
     try:
-        name = gdb.selected_frame().architecture().name()
+        return gdb.selected_frame().architecture().name()
     except gdb.error:
-        name = gdb.execute("show architecture", to_string=True)
-    return "arm64" if "aarch64" in name else "x86_64"
+        out = gdb.execute("show architecture", to_string=True)
+        return out.split('currently "')[-1].split('"')[0] if 'currently "' in out \
+            else out.strip().rstrip(".").split()[-1].strip('"')
+
+
+def arch_conf():
+    """The lab's arch file for gdb's architecture, as a dict (name: its arch)."""
+    name = gdb_arch()
+    for path in sorted(glob.glob(os.path.join(ROOT, "lab", "arch", "*.conf"))):
+        conf = {"name": os.path.basename(path)[:-len(".conf")]}
+        with open(path) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line and not line.startswith("#") and "=" in line:
+                    key, value = line.split("=", 1)
+                    conf[key] = value
+        if conf.get("gdb_arch") == name:
+            return conf
+    raise gdb.GdbError("no lab/arch/*.conf has gdb_arch=%s" % name)
+
+
+def tool(*args):
+    """The output of ./run.sh kcfi ARGS."""
+    res = subprocess.run([os.path.join(ROOT, "run.sh"), "kcfi"] + list(args),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, check=False)
+    if res.returncode:
+        raise gdb.GdbError(res.stderr.strip().splitlines()[-1] if res.stderr.strip()
+                           else "./run.sh kcfi %s failed" % " ".join(args))
+    return res.stdout
 
 
 def read(addr, size):
@@ -57,41 +93,39 @@ def running():
         return False
 
 
+def image():
+    return gdb.current_progspace().filename
+
+
+def preamble(name):
+    """kcfi func --json of the image for symbol NAME (its first entry)."""
+    return json.loads(tool("func", image(), name, "--json"))["functions"][0]
+
+
 def target_type(target):
-    """The type id in front of target, or None when x86 shows no preamble."""
-    if arch() == "x86_64" and read(target - 5, 1)[0] != 0xB8:
+    """The type id the kernel reads in front of target, or None when the
+    kernel sees no preamble there (arch file: untyped_target)."""
+    if arch_conf()["untyped_target"] == "word":
+        return u32(target - 4)
+    name = symbol(target)
+    if " + " in name or name.startswith("No symbol"):
         return None
-    return u32(target - 4)
+    return u32(target - 4) if preamble(name)["type_id"] else None
 
 
 def find_site(start, span=96):
-    """The first kCFI check at or after start, as a dict."""
+    """The first kCFI check at or after start, decoded by the lab's tool."""
     code = read(start, span)
-    if arch() == "x86_64":
-        for i in range(len(code) - 14):
-            # movl $-id, %r10d (41 ba) or %r11d (41 bb)
-            if code[i] == 0x41 and code[i + 1] in (0xBA, 0xBB):
-                rex, op, modrm, disp = code[i + 6:i + 10]
-                if op == 0x03 and rex in (0x44, 0x45) and disp == 0xFC \
-                        and code[i + 10] == 0x74 and code[i + 12:i + 14] == b"\x0f\x0b":
-                    imm = int.from_bytes(code[i + 2:i + 6], "little")
-                    rm = (modrm & 7) | (8 if rex & 1 else 0)
-                    return {"addr": start + i, "expected": (-imm) & 0xFFFFFFFF,
-                            "target_reg": X86_REGS[rm], "trap": start + i + 12,
-                            "call": start + i + 14}
-    else:
-        words = [int.from_bytes(code[j:j + 4], "little") for j in range(0, len(code) - 3, 4)]
-        for i in range(len(words) - 5):
-            w = words[i:i + 6]
-            if (w[0] & 0xFFFFFC1F) == 0xB85FC010 and (w[1] & 0xFFE0001F) == 0x72800011 \
-                    and (w[2] & 0xFFE0001F) == 0x72A00011 and w[3] == 0x6B11021F \
-                    and (w[5] & 0xFFE0001F) == 0xD4200000:
-                lo, hi = (w[1] >> 5) & 0xFFFF, (w[2] >> 5) & 0xFFFF
-                return {"addr": start + 4 * i, "expected": lo | hi << 16,
-                        "target_reg": "x%d" % ((w[0] >> 5) & 31),
-                        "trap": start + 4 * i + 20, "call": start + 4 * i + 24,
-                        "brk": (w[5] >> 5) & 0xFFFF}
-    raise gdb.GdbError("no kCFI check within %d bytes of 0x%x" % (span, start))
+    try:
+        d = json.loads(tool("decode", "--arch", arch_conf()["name"], "--json", code.hex(" ")))
+    except gdb.GdbError:
+        raise gdb.GdbError("no kCFI check within %d bytes of 0x%x" % (span, start))
+    site = {"addr": start + d["offset"], "expected": int(d["type_id"], 16),
+            "target_reg": d["target_register"], "trap": start + d["trap_offset"],
+            "call": start + d["offset"] + d["length"], "bytes": code[d["offset"]:d["offset"] + d["length"]]}
+    if "brk_immediate" in d:
+        site["brk"] = int(d["brk_immediate"], 16)
+    return site
 
 
 class Preamble(gdb.Command):
@@ -104,16 +138,12 @@ class Preamble(gdb.Command):
         if not arg:
             raise gdb.GdbError("usage: kcfi-preamble FUNC")
         addr = address_of(arg)
-        t = target_type(addr)
-        if t is None:
+        f = preamble(arg)
+        if not f["type_id"]:
             print("%s at 0x%x has no kCFI preamble" % (arg, addr))
             return
-        print("%s at 0x%x: type id 0x%08x (the 4 bytes at 0x%x)" % (arg, addr, t, addr - 4))
-        start = addr - 5 if arch() == "x86_64" else addr - 4
-        if arch() == "x86_64":
-            gdb.execute("x/1i 0x%x" % start)
-        else:
-            gdb.execute("x/1xw 0x%x" % start)
+        print("%s at 0x%x: type id 0x%08x (the 4 bytes at 0x%x)" % (arg, addr, u32(addr - 4), addr - 4))
+        gdb.execute("x/1i 0x%x" % (addr - f["preamble_bytes"]))
 
 
 class Site(gdb.Command):
@@ -152,45 +182,36 @@ class StepToTrap(gdb.Command):
             gdb.execute("stepi", to_string=True)
         pc = reg("pc")
         gdb.execute("x/1i $pc")
-        if arch() == "x86_64":
-            print("r10 = 0x%08x (0 when the types match)" % (reg("r10") & 0xFFFFFFFF))
-        else:
-            print("w16 = 0x%08x (target type), w17 = 0x%08x (expected type)"
-                  % (reg("x16") & 0xFFFFFFFF, reg("x17") & 0xFFFFFFFF))
+        # What the check compared (arch file: check_registers).
+        print(", ".join("%s = 0x%08x (%s)" % (r, reg(r) & 0xFFFFFFFF, what) for r, what in
+                        (item.split(":", 1) for item in arch_conf()["check_registers"].split(","))))
         print("at the trap: the types differ" if pc == s["trap"] else
               "at the call: the types match")
 
 
 class Explain(gdb.Command):
-    """kcfi-explain: decode the ud2/brk at $pc as the kernel's CFI handler does."""
+    """kcfi-explain: decode the trap at $pc as the kernel's CFI handler does."""
 
     def __init__(self):
         super().__init__("kcfi-explain", gdb.COMMAND_USER)
 
     def invoke(self, arg, from_tty):
         pc = reg("pc")
-        if arch() == "x86_64":
-            if read(pc, 2) != b"\x0f\x0b":
-                raise gdb.GdbError("no ud2 at $pc")
-            s = find_site(pc - 12, 16)
-            target = reg(s["target_reg"])
-            print("ud2 at 0x%x: the movl at pc-12 holds -0x%08x, so the expected type is 0x%08x"
-                  % (pc, s["expected"], s["expected"]))
-            print("the addl at pc-6 reads -4(%%%s): the target is %s = 0x%x (%s)"
-                  % (s["target_reg"], s["target_reg"], target, symbol(target)))
-        else:
-            insn = u32(pc)
-            if (insn & 0xFFE0001F) != 0xD4200000:
-                raise gdb.GdbError("no brk at $pc")
-            imm = (insn >> 5) & 0xFFFF
-            if imm & 0xF000 != 0x8000:
-                raise gdb.GdbError("brk #0x%x is not a kCFI trap (0x8000-0x8fff)" % imm)
-            treg, ireg = imm & 31, (imm >> 5) & 31
-            target = reg("x%d" % treg)
-            print("brk #0x%x: 0x8000 marks kCFI; bits 0-4 = %d: target in x%d; bits 5-9 = %d: type in w%d"
-                  % (imm, treg, treg, ireg, ireg))
-            print("expected type w%d = 0x%08x; target x%d = 0x%x (%s)"
-                  % (ireg, reg("x%d" % ireg) & 0xFFFFFFFF, treg, target, symbol(target)))
+        # The check whose trap is at $pc: the first one that ends at or
+        # after it, among those in the 32 bytes before it.
+        start = pc - 32
+        s = find_site(start, pc + 4 - start)
+        while s["trap"] < pc:
+            start = s["call"]
+            s = find_site(start, pc + 4 - start)
+        if s["trap"] != pc:
+            raise gdb.GdbError("no kCFI trap at $pc")
+        # The tool explains the brk immediate, or the check's bytes.
+        value = ["0x%x" % s["brk"]] if "brk" in s else [s["bytes"].hex(" ")]
+        print(tool("explain", "--arch", arch_conf()["name"], *value).rstrip())
+        target = reg(s["target_reg"])
+        print("expected type 0x%08x; target %s = 0x%x (%s)"
+              % (s["expected"], s["target_reg"], target, symbol(target)))
         t = target_type(target)
         print("the target's own type: %s" % ("none (no kCFI preamble)" if t is None else "0x%08x" % t))
 
@@ -202,8 +223,7 @@ class BreakHandlers(gdb.Command):
         super().__init__("kcfi-break-handlers", gdb.COMMAND_USER)
 
     def invoke(self, arg, from_tty):
-        handler = "handle_cfi_failure" if arch() == "x86_64" else "cfi_handler"
-        for func in (handler, "report_cfi_failure"):
+        for func in (arch_conf()["cfi_handler"], "report_cfi_failure"):
             gdb.execute("hbreak " + func)
 
 

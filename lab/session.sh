@@ -5,17 +5,23 @@
 # write_gdbinit ARCH PORT FILE: vmlinux, the kernel's lx- commands, the
 # lab's scripts, attached to QEMU's gdbstub.
 write_gdbinit() {
-	local arch=$1 port=$2 file=$3 out
+	local arch=$1 port=$2 file=$3 out home
 	out=$(build_dir "$arch")
-	cat >"$file" <<-GDB
+	# gdb's commands run ./run.sh kcfi: in this home, whatever gdb's
+	# environment (a tmux pane's may lack KCFI_LAB_HOME).
+	home=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$KCFI_LAB_HOME")
+	# Written whole, then renamed: a reader never sees half a file.
+	cat >"$file.tmp" <<-GDB
 		set pagination off
 		set confirm off
+		python import os; os.environ["KCFI_LAB_HOME"] = $home
 		add-auto-load-safe-path $out
 		file $out/vmlinux
 		source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py
 		source $KCFI_LAB_ROOT/gdb-scripts/exercises.gdb
 		target remote 127.0.0.1:$port
 	GDB
+	mv -f "$file.tmp" "$file"
 }
 
 # write_launcher FILE DIR CMD...: a script that runs CMD in a pane and

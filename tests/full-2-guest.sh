@@ -85,11 +85,7 @@ strict_run() {
 	while read -r test caller target from; do
 		check_failure_line "$arch" "$log" "$test" "$caller" "$target" "$from"
 		sec=$(section_file "$arch" "$test")
-		if [ "$arch" = x86_64 ]; then
-			assert_grep '^\[ *[0-9.]+\] invalid opcode: 0000 \[#[0-9]+\]' "$sec" "$test: x86 invalid opcode oops"
-		else
-			assert_grep '^\[ *[0-9.]+\] Internal error: Oops - CFI: ' "$sec" "$test: arm64 Oops - CFI"
-		fi
+		assert_grep "^\[ *[0-9.]+\] $(arch_get "$arch" oops_line)" "$sec" "$test: the $arch oops line"
 		assert_grep "lkdtm: $test: the writing process was killed by signal" "$sec" "$test: the writer died"
 		assert_no_grep 'FAIL: survived' "$sec"
 	done < <(mismatches)
@@ -169,7 +165,8 @@ test_nocfi_caller_makes_an_unchecked_indirect_call() {
 	# indirect and left the check out; lkdtm_indirect_call keeps both.
 	local arch dis call trap
 	for arch in x86_64 arm64; do
-		if [ "$arch" = x86_64 ]; then call='call[q]?[[:space:]]+\*%'; trap='ud2'; else call='blr[[:space:]]+x'; trap='brk[[:space:]]'; fi
+		call=$(arch_get "$arch" indirect_call)
+		trap="[[:space:]]$(arch_get "$arch" trap_mnemonic)([[:space:]]|\$)"
 		dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call_nocfi "$(vmlinux_of "$arch")")
 		grep -Eq "$call" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi makes no indirect call"
 		! grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi has a kCFI check"
