@@ -95,6 +95,10 @@ cmd_pack() {
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
 	done
 	mapfile -t -O "${#files[@]}" files < <(pack_source_files "$@")
+	# The lab's tool, built: the exercises' checkers and the gdb commands
+	# use it, and a learner's machine may have no C compiler.
+	build_tool || die "building the kcfi host tool failed: $(tail -n 3 "$LAB_TOOL_LOG")"
+	files+=("build/tool/kcfi" "build/tool/sources.sha256")
 	if [ -n "$debs" ]; then
 		debs_fetch "$@"
 		mapfile -t -O "${#files[@]}" files < <(cd "$KCFI_LAB_HOME" && find debs -type f | LC_ALL=C sort)

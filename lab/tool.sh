@@ -9,15 +9,20 @@ LAB_TOOL_DIR="$KCFI_LAB_HOME/build/tool"
 LAB_TOOL_BIN="$LAB_TOOL_DIR/kcfi"
 LAB_TOOL_LOG="$LAB_TOOL_DIR/make.log"
 
-# tool_is_current: the built tool comes from this source tree and is newer
-# than each of its sources. No make: this runs on every ./run.sh kcfi.
+# tool_sources_sha: a checksum of the tool's sources (what make builds
+# it from).
+tool_sources_sha() {
+	cat "$LAB_TOOL_SRC/Makefile" "$LAB_TOOL_SRC"/src/* | sha256sum | cut -d' ' -f1
+}
+
+# tool_is_current: the built tool was made from sources like these. By
+# content, not by time or path: a pack carries the tool to learners who
+# may have no C compiler. No make: this runs on every ./run.sh kcfi.
 tool_is_current() {
-	local from newer
-	[ -x "$LAB_TOOL_BIN" ] && [ -f "$LAB_TOOL_DIR/source" ] || return 1
-	from=$(<"$LAB_TOOL_DIR/source")
-	[ "$from" = "$LAB_TOOL_SRC" ] || return 1
-	newer=$(find "$LAB_TOOL_SRC/src" "$LAB_TOOL_SRC/Makefile" -newer "$LAB_TOOL_BIN" -print -quit)
-	[ -z "$newer" ]
+	local built
+	[ -x "$LAB_TOOL_BIN" ] && [ -f "$LAB_TOOL_DIR/sources.sha256" ] || return 1
+	built=$(<"$LAB_TOOL_DIR/sources.sha256")
+	[ "$built" = "$(tool_sources_sha)" ]
 }
 
 # tool_make TARGET...: lab/kcfi's make TARGET, built in LAB_TOOL_DIR, one
@@ -27,15 +32,17 @@ tool_make() {
 	(
 		flock 8
 		local -a force=()
-		# Objects made from another checkout can be newer than this one's
-		# sources, so make's timestamps cannot tell: rebuild everything.
-		[ "$(cat "$LAB_TOOL_DIR/source" 2>/dev/null)" = "$LAB_TOOL_SRC" ] || force=(-B)
+		# Objects made from another checkout, or unpacked from a pack, can
+		# be newer than this one's sources, so make's timestamps cannot
+		# tell: rebuild everything.
+		[ "$(cat "$LAB_TOOL_DIR/source-dir" 2>/dev/null)" = "$LAB_TOOL_SRC" ] || force=(-B)
 		# make cannot take paths with spaces: relative ones, through a link.
 		cd "$LAB_TOOL_DIR/.." || exit
 		ln -sfn "$LAB_TOOL_SRC" "$LAB_TOOL_DIR/lab-kcfi"
 		make -s -j"$KCFI_LAB_JOBS" -f "${LAB_TOOL_DIR##*/}/lab-kcfi/Makefile" S="${LAB_TOOL_DIR##*/}/lab-kcfi" \
 			O="${LAB_TOOL_DIR##*/}" "${force[@]}" "$@" >"$LAB_TOOL_LOG" 2>&1 || exit
-		printf '%s\n' "$LAB_TOOL_SRC" >"$LAB_TOOL_DIR/source"
+		printf '%s\n' "$LAB_TOOL_SRC" >"$LAB_TOOL_DIR/source-dir"
+		tool_sources_sha >"$LAB_TOOL_DIR/sources.sha256"
 	) 8>"$LAB_TOOL_DIR/.lock"
 }
 
