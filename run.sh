@@ -35,7 +35,7 @@ usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
        ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
-       ./run.sh kcfi hash|scan|site|explain ARGS... | path | --help
+       ./run.sh kcfi hash|scan|site|func|decode|explain ARGS... | path | --help
 
   ARCH            $(arch_usage); default $(kernel_get default_arch)
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)

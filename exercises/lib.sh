@@ -116,6 +116,8 @@ ex_need_worktree() {
 
 ex_need_vmlinux() {
 	[ -f "$(vmlinux_of "$1")" ] || cannot_check "no $1 kernel in $(build_dir "$1"); build it first: ./run.sh build $1"
+	# The facts come from the lab's tool.
+	build_tool || cannot_check "the lab's tool (lab/kcfi) does not build or run here; see $LAB_TOOL_LOG"
 }
 
 # --- Answers ----------------------------------------------------------------

@@ -93,13 +93,21 @@ def running():
         return False
 
 
-def image():
-    return gdb.current_progspace().filename
-
-
-def preamble(name):
-    """kcfi func --json of the image for symbol NAME (its first entry)."""
-    return json.loads(tool("func", image(), name, "--json"))["functions"][0]
+def preamble(entry):
+    """The preamble in front of entry, as the lab's tool decodes the code
+    before it: a dict with type_id (None when there is none), id_offset
+    and preamble_bytes."""
+    for span in (64, 16, 8):
+        try:
+            code = read(entry - span, span)
+            break
+        except gdb.MemoryError:
+            continue
+    else:
+        raise gdb.GdbError("cannot read the code before 0x%x" % entry)
+    d = json.loads(tool("decode", "--arch", arch_conf()["name"], "--preamble", "--json", code.hex(" ")))
+    d["type_id"] = int(d["type_id"], 16) if d["type_id"] else None
+    return d
 
 
 def target_type(target):
@@ -107,10 +115,7 @@ def target_type(target):
     kernel sees no preamble there (arch file: untyped_target)."""
     if arch_conf()["untyped_target"] == "word":
         return u32(target - 4)
-    name = symbol(target)
-    if " + " in name or name.startswith("No symbol"):
-        return None
-    return u32(target - 4) if preamble(name)["type_id"] else None
+    return preamble(target)["type_id"]
 
 
 def find_site(start, span=96):
@@ -118,8 +123,10 @@ def find_site(start, span=96):
     code = read(start, span)
     try:
         d = json.loads(tool("decode", "--arch", arch_conf()["name"], "--json", code.hex(" ")))
-    except gdb.GdbError:
-        raise gdb.GdbError("no kCFI check within %d bytes of 0x%x" % (span, start))
+    except gdb.GdbError as e:
+        if "no KCFI check" in str(e):
+            raise gdb.GdbError("no kCFI check within %d bytes of 0x%x" % (span, start))
+        raise
     site = {"addr": start + d["offset"], "expected": int(d["type_id"], 16),
             "target_reg": d["target_register"], "trap": start + d["trap_offset"],
             "call": start + d["offset"] + d["length"], "bytes": code[d["offset"]:d["offset"] + d["length"]]}
@@ -138,12 +145,13 @@ class Preamble(gdb.Command):
         if not arg:
             raise gdb.GdbError("usage: kcfi-preamble FUNC")
         addr = address_of(arg)
-        f = preamble(arg)
-        if not f["type_id"]:
+        p = preamble(addr)
+        if p["type_id"] is None:
             print("%s at 0x%x has no kCFI preamble" % (arg, addr))
             return
-        print("%s at 0x%x: type id 0x%08x (the 4 bytes at 0x%x)" % (arg, addr, u32(addr - 4), addr - 4))
-        gdb.execute("x/1i 0x%x" % (addr - f["preamble_bytes"]))
+        at = addr - p["id_offset"]
+        print("%s at 0x%x: type id 0x%08x (the 4 bytes at 0x%x)" % (arg, addr, p["type_id"], at))
+        gdb.execute("x/1i 0x%x" % (addr - p["preamble_bytes"]))
 
 
 class Site(gdb.Command):

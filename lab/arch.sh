@@ -110,16 +110,21 @@ kernel_get() {
 	printf '%s\n' "${LAB_CONF["kernel/$LAB_KERNEL/$1"]}"
 }
 
+# arch_in_kernel NAME: the lab's kernel has KCFI on arch NAME (its
+# file's kcfi_since).
+arch_in_kernel() {
+	version_le "${LAB_CONF["arch/$1/kcfi_since"]:-0}" "$LAB_KERNEL"
+}
+
 # lab_arches: every arch the lab has a file for whose KCFI the lab's
-# kernel has (kcfi_since), the default one first.
+# kernel has, the default one first.
 lab_arches() {
-	local name first since
+	local name first
 	first=$(kernel_get default_arch)
 	echo "$first"
 	for name in "${LAB_ARCH_FILES[@]}"; do
 		[ "$name" != "$first" ] || continue
-		since=${LAB_CONF["arch/$name/kcfi_since"]:-0}
-		if version_le "$since" "$LAB_KERNEL"; then
+		if arch_in_kernel "$name"; then
 			echo "$name"
 		fi
 	done

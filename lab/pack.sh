@@ -46,7 +46,7 @@ pack_source_files() {
 		cd "$LAB_WORKTREE" || exit
 		find . -maxdepth 1 -name 'Makefile*'
 		find include scripts \( -type f -o -type l -xtype f \)
-		git diff --name-only distro..HEAD
+		git diff --name-only --diff-filter=d distro..HEAD
 		for arch in "$@"; do
 			karch=$(kbuild_arch "$arch")
 			find "arch/$karch" -maxdepth 1 -name 'Makefile*'
@@ -150,8 +150,14 @@ cmd_unpack() {
 	elif [ -d "$tmp/worktree" ]; then
 		rm -rf "$LAB_WORKTREE"
 	fi
-	# Hard links: the same file system, one process for thousands of files.
-	cp -al --remove-destination "$tmp/." "$KCFI_LAB_HOME/"
+	# Hard links: the same file system, one process for thousands of
+	# files; copies where the file system has no hard links. Entry by
+	# entry, so that the home keeps its own mode.
+	local -a entries
+	mapfile -t entries < <(find "$tmp" -mindepth 1 -maxdepth 1)
+	cp -al --remove-destination "${entries[@]}" "$KCFI_LAB_HOME/" 2>/dev/null ||
+		cp -a --remove-destination "${entries[@]}" "$KCFI_LAB_HOME/" ||
+		die "installing the pack into $KCFI_LAB_HOME failed; run unpack again"
 	[ -d "$LAB_GIT" ] || [ ! -d "$tmp/worktree" ] || pack_worktree_git
 	mv -f "$PACK_MANIFEST.new" "$PACK_MANIFEST"
 	info "installed the pack into $KCFI_LAB_HOME: $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"

@@ -125,7 +125,7 @@ session_watch() {
 # ends the session when its terminal closes or it is killed while the
 # learner is attached.
 run_session() {
-	local arch=$1 mode=$2 port=$3 append=$4 name dir win sock
+	local arch=$1 mode=$2 port=$3 append=$4 name dir win="" sock=""
 	shift 4
 	name="kcfi-lab-$arch-$$"
 	dir="$KCFI_LAB_HOME/run/$name"
@@ -137,6 +137,19 @@ run_session() {
 	mapfile -t qemu <"$dir/args"
 	qemu+=("${CONSOLE_ARGS[@]}" -pidfile "$dir/qemu.pid")
 	write_launcher "$dir/console.sh" "$dir" "${qemu[@]}"
+	# In a terminal of its own, run.sh attaches to the session: from here
+	# on a closed terminal (HUP), a kill or a Ctrl-C before the attach
+	# ends the session, whatever of it exists by then (the guest and gdb
+	# run before the attach, so a terminal can close before it). The
+	# handlers read win and sock when they run. A deliberate detach
+	# later leaves the session running.
+	local attach=""
+	if [ -z "${TMUX:-}" ] && is_tty; then
+		attach=1
+		trap 'session_stop "$dir" "$sock" "$win"; exit 129' HUP
+		trap 'session_stop "$dir" "$sock" "$win"; exit 143' TERM
+		trap 'session_stop "$dir" "$sock" "$win"; exit 130' INT
+	fi
 	if [ -n "${TMUX:-}" ]; then
 		win=$(tmux new-window -d -P -F '#{window_id}' -n "$name" "$dir/console.sh")
 	else
@@ -160,15 +173,9 @@ run_session() {
 	info "tmux $kind '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it"
 	if [ -n "${TMUX:-}" ]; then
 		tmux select-window -t "$win"
-	elif is_tty; then
-		# A closed terminal (HUP) or a kill of run.sh ends the session;
-		# a deliberate detach leaves it running.
-		# shellcheck disable=SC2064 # the session is fixed now
-		trap "session_stop '$dir' '$sock' '$win'; exit 129" HUP
-		# shellcheck disable=SC2064
-		trap "session_stop '$dir' '$sock' '$win'; exit 143" TERM
+	elif [ -n "$attach" ]; then
 		tmux attach-session -t "$name" || true
-		trap - HUP TERM
+		trap - HUP TERM INT
 		[ ! -d "$dir" ] || info "detached; 'tmux attach -t $name' returns to the session"
 	else
 		info "no terminal: attach with 'tmux attach -t $name'"

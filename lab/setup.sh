@@ -4,8 +4,8 @@
 # run.sh.
 
 # Debian packages, and the command that proves each is usable: the
-# kernel's source and toolchain and each arch's QEMU from their files,
-# then the rest.
+# kernel's source and toolchain and the QEMU of each arch the kernel has
+# KCFI on, from their files, then the rest.
 kernel_set _pkg source_package
 LAB_PACKAGES=(
 	"$_pkg:"
@@ -14,6 +14,7 @@ LAB_PACKAGES=(
 	"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
 )
 for _arch in "${LAB_ARCH_FILES[@]}"; do
+	arch_in_kernel "$_arch" || continue
 	arch_set _pkg "$_arch" qemu_package
 	arch_set _cmd "$_arch" qemu
 	LAB_PACKAGES+=("$_pkg:$_cmd")

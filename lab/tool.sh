@@ -22,7 +22,9 @@ tool_is_current() {
 	local built
 	[ -x "$LAB_TOOL_BIN" ] && [ -f "$LAB_TOOL_DIR/sources.sha256" ] || return 1
 	built=$(<"$LAB_TOOL_DIR/sources.sha256")
-	[ "$built" = "$(tool_sources_sha)" ]
+	[ "$built" = "$(tool_sources_sha)" ] || return 1
+	# A pack's tool made on another kind of machine does not run here.
+	"$LAB_TOOL_BIN" --help >/dev/null 2>&1
 }
 
 # tool_make TARGET...: lab/kcfi's make TARGET, built in LAB_TOOL_DIR, one
@@ -32,17 +34,23 @@ tool_make() {
 	(
 		flock 8
 		local -a force=()
-		# Objects made from another checkout, or unpacked from a pack, can
-		# be newer than this one's sources, so make's timestamps cannot
-		# tell: rebuild everything.
+		local sha
+		# The sources as make reads them: an edit during the build makes
+		# the next call build again.
+		sha=$(tool_sources_sha)
+		# Objects made from another checkout can be newer than this one's
+		# sources, so make's timestamps cannot tell: rebuild everything.
 		[ "$(cat "$LAB_TOOL_DIR/source-dir" 2>/dev/null)" = "$LAB_TOOL_SRC" ] || force=(-B)
+		# A tool from other sources (a pack's) may be newer than the
+		# objects here: link it again.
+		[ "$(cat "$LAB_TOOL_DIR/sources.sha256" 2>/dev/null)" = "$sha" ] || rm -f "$LAB_TOOL_BIN"
 		# make cannot take paths with spaces: relative ones, through a link.
 		cd "$LAB_TOOL_DIR/.." || exit
 		ln -sfn "$LAB_TOOL_SRC" "$LAB_TOOL_DIR/lab-kcfi"
 		make -s -j"$KCFI_LAB_JOBS" -f "${LAB_TOOL_DIR##*/}/lab-kcfi/Makefile" S="${LAB_TOOL_DIR##*/}/lab-kcfi" \
 			O="${LAB_TOOL_DIR##*/}" "${force[@]}" "$@" >"$LAB_TOOL_LOG" 2>&1 || exit
 		printf '%s\n' "$LAB_TOOL_SRC" >"$LAB_TOOL_DIR/source-dir"
-		tool_sources_sha >"$LAB_TOOL_DIR/sources.sha256"
+		printf '%s\n' "$sha" >"$LAB_TOOL_DIR/sources.sha256"
 	) 8>"$LAB_TOOL_DIR/.lock"
 }
 

@@ -59,7 +59,7 @@ gdb_walk() {
 	target=$(preamble_type "$arch" lkdtm_increment_int)
 	assert_grep 'at the call: the types match' "$log" "matched call reaches the call"
 	assert_grep 'at the trap: the types differ' "$log" "mismatched call reaches the trap"
-	trap_pc=$(site_fact "$arch" lkdtm_indirect_call trap.address)
+	trap_pc=$(site_fact "$arch" lkdtm_indirect_call trap.address) || fail "no check site in lkdtm_indirect_call"
 	# What the check compares: r10 = target - expected (x86), or w16 and
 	# w17 (arm64), as kcfi-step-to-trap prints them.
 	if [ "$arch" = x86_64 ]; then

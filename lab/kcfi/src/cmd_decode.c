@@ -3,6 +3,10 @@
  * of code bytes, such as gdb reads from a running kernel: where it starts,
  * how long it is, the type id it expects, the register that holds the
  * call target and where it traps.  The same decoders as kcfi scan.
+ *
+ * With --preamble, BYTES end at a function's entry: the type id its
+ * preamble holds, as the kernel finds it (x86_64: the mov $id,%eax before
+ * any nop padding, or none; arm64: the word in front, which nothing marks).
  */
 #include "commands.h"
 
@@ -10,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "elf.h"
 #include "insn.h"
 #include "util.h"
 
@@ -18,9 +23,14 @@ static const char usage[] =
 	"  Find the first KCFI check in the hex code bytes (\"41 ba 5b ...\",\n"
 	"  \"41ba5b...\"), e.g. as gdb reads them at $pc, and print where it\n"
 	"  starts, its length, the expected type id, the target register and\n"
-	"  the trap's offset.  Exit 1 when there is none.\n";
+	"  the trap's offset.  Exit 1 when there is none.\n"
+	"  --preamble: BYTES end at a function's entry; print the type id its\n"
+	"  preamble holds (x86_64: none without the mov $id,%eax).\n";
 
 #define MAX_CODE 4096
+#define MAX_PADDING 64 /* x86_64: nops between the mov and the entry */
+#define X86_NOP 0x90
+#define X86_MOV_EAX 0xb8
 
 struct found {
 	size_t off, len, trap_off;
@@ -62,10 +72,55 @@ static int find_a64(const uint8_t *p, size_t n, struct found *f)
 	return 0;
 }
 
+/* The preamble ending at the end of P: 1 with its id, id offset and
+ * bytes, or 0 when there is none (x86_64). */
+static int preamble_x86(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
+			size_t *bytes)
+{
+	size_t pad = 0;
+
+	while (pad < MAX_PADDING && pad < n && p[n - 1 - pad] == X86_NOP)
+		pad++;
+	if (n < pad + 5 || p[n - pad - 5] != X86_MOV_EAX)
+		return 0;
+	*id = elf_rd32(p + n - pad - 4);
+	*id_off = pad + 4;
+	*bytes = pad + 5;
+	return 1;
+}
+
+static int print_preamble(const char *arch, const uint8_t *p, size_t n, int json)
+{
+	uint32_t id = 0;
+	size_t id_off = 4, bytes = 4;
+	int found;
+
+	if (strcmp(arch, "x86_64") == 0) {
+		found = preamble_x86(p, n, &id, &id_off, &bytes);
+	} else if (strcmp(arch, "arm64") == 0) {
+		found = n >= 4;
+		if (found)
+			id = elf_rd32(p + n - 4);
+	} else {
+		return kcfi_usage_err("decode", usage, "unknown --arch '%s' (x86_64 or arm64)", arch);
+	}
+	if (json && found)
+		printf("{\"arch\": \"%s\", \"type_id\": \"0x%08" PRIx32 "\", \"id_offset\": %zu"
+		       ", \"preamble_bytes\": %zu}\n", arch, id, id_off, bytes);
+	else if (json)
+		printf("{\"arch\": \"%s\", \"type_id\": null, \"preamble_bytes\": 0}\n", arch);
+	else if (found)
+		printf("0x%08" PRIx32 "  (%zu bytes before the entry; preamble %zu bytes)\n",
+		       id, id_off, bytes);
+	else
+		printf("none\n");
+	return 0;
+}
+
 int cmd_decode(int argc, char **argv)
 {
 	const char *arch = NULL;
-	int json = 0, first = 0;
+	int json = 0, first = 0, preamble = 0;
 	uint8_t code[MAX_CODE];
 	size_t n;
 	struct found f;
@@ -78,6 +133,8 @@ int cmd_decode(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--preamble") == 0) {
+			preamble = 1;
 		} else if (strcmp(argv[i], "--arch") == 0) {
 			if (i + 1 >= argc)
 				return kcfi_usage_err("decode", usage, "--arch needs a value");
@@ -94,6 +151,8 @@ int cmd_decode(int argc, char **argv)
 		return kcfi_usage_err("decode", usage, "missing BYTES");
 	if (kcfi_parse_bytes("decode", argc - first, argv + first, code, MAX_CODE, &n))
 		return EXIT_INPUT;
+	if (preamble)
+		return print_preamble(arch, code, n, json);
 	if (strcmp(arch, "x86_64") == 0)
 		ok = find_x86(code, n, &f);
 	else if (strcmp(arch, "arm64") == 0)

@@ -25,8 +25,8 @@ void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
  * print them (without the braces). */
 void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi_site *st);
 
-/* Bytes a function's preamble puts before its entry (x86_64: the mov
- * and its padding; arm64: the id word and any padding). */
+/* Bytes from a function's preamble to its entry (x86_64: the mov and
+ * the nops after it; arm64: the id word and any padding after it). */
 uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn);
 
 /* "rax" / "x2" */

@@ -408,6 +408,24 @@ print(code[max(off - 8, 0):off + n + 8].hex(" "), min(off, 8))' "$BUILD/site.jso
 		else
 			fail "decode ${f##*/}"
 		fi
+		# --preamble: the 64 bytes before each entry hold llvm-objdump's id.
+		bad=0
+		nfuncs=0
+		while read -r _ _ id name; do
+			nfuncs=$((nfuncs + 1))
+			bytes=$("$KCFI" func "$f" "$name" --json | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["functions"][0]["entry"]["offset"]
+code = open(sys.argv[1], "rb").read()
+print(code[max(e - 64, 0):e].hex(" "))' "$BUILD/text.bin")
+			out=$("$KCFI" decode --arch "$arch" --preamble --json "$bytes") || out=failed
+			[[ "$out" == *"\"type_id\": \"0x$id\""* ]] || { bad=1; echo "    preamble $name: $out"; }
+		done < <(grep '^F ' <<<"$ref" | awk '!seen[$4]++')
+		if [ "$bad" = 0 ] && [ "$nfuncs" -gt 0 ]; then
+			pass "decode --preamble ${f##*/}: the bytes before $nfuncs entries hold llvm-objdump's ids"
+		else
+			fail "decode --preamble ${f##*/}"
+		fi
 	done
 fi
 
@@ -597,6 +615,7 @@ usage_cases=(
 	"decode --arch"
 	"decode --arch mips 41"
 	"decode --arch x86_64"
+	"decode --arch x86_64 --preamble"
 )
 for args in "${usage_cases[@]}"; do
 	# shellcheck disable=SC2086 # split the argument list on purpose
