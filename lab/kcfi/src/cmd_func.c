@@ -143,7 +143,6 @@ int cmd_func(int argc, char **argv)
 	int nnames = 0, json = 0, rc;
 	struct elf_file ef;
 	struct kcfi_scan s;
-	char err[256];
 
 	if (!names) {
 		kcfi_err("func", "out of memory");
@@ -170,14 +169,7 @@ int cmd_func(int argc, char **argv)
 		free(names);
 		return kcfi_usage_err("func", usage, "need IMAGE and at least one NAME");
 	}
-	if (elf_open(&ef, path, err, sizeof(err))) {
-		kcfi_err("func", "%s: %s", path, err);
-		free(names);
-		return EXIT_INPUT;
-	}
-	if (kcfi_scan_image(&ef, &s, err, sizeof(err))) {
-		kcfi_err("func", "%s: %s", path, err);
-		elf_close(&ef);
+	if (kcfi_scan_file("func", path, &ef, &s)) {
 		free(names);
 		return EXIT_INPUT;
 	}

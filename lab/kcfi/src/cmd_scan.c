@@ -21,7 +21,6 @@ int cmd_scan(int argc, char **argv)
 	int json = 0;
 	struct elf_file ef;
 	struct kcfi_scan s;
-	char err[256];
 
 	for (int i = 1; i < argc; i++) {
 		if (kcfi_is_help(argv[i])) {
@@ -39,15 +38,8 @@ int cmd_scan(int argc, char **argv)
 	}
 	if (!path)
 		return kcfi_usage_err("scan", usage, "missing IMAGE");
-	if (elf_open(&ef, path, err, sizeof(err))) {
-		kcfi_err("scan", "%s: %s", path, err);
+	if (kcfi_scan_file("scan", path, &ef, &s))
 		return EXIT_INPUT;
-	}
-	if (kcfi_scan_image(&ef, &s, err, sizeof(err))) {
-		kcfi_err("scan", "%s: %s", path, err);
-		elf_close(&ef);
-		return EXIT_INPUT;
-	}
 	if (json)
 		kcfi_print_json(stdout, &s, path);
 	else

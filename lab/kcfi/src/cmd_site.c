@@ -213,7 +213,6 @@ int cmd_site(int argc, char **argv)
 	int noperands = 0, rc;
 	struct elf_file ef;
 	struct kcfi_scan s;
-	char err[256];
 
 	for (int i = 1; i < argc; i++) {
 		if (kcfi_is_help(argv[i])) {
@@ -232,15 +231,8 @@ int cmd_site(int argc, char **argv)
 	}
 	if (noperands != 2)
 		return kcfi_usage_err("site", usage, "need IMAGE and a location");
-	if (elf_open(&ef, operands[0], err, sizeof(err))) {
-		kcfi_err("site", "%s: %s", operands[0], err);
+	if (kcfi_scan_file("site", operands[0], &ef, &s))
 		return EXIT_INPUT;
-	}
-	if (kcfi_scan_image(&ef, &s, err, sizeof(err))) {
-		kcfi_err("site", "%s: %s", operands[0], err);
-		elf_close(&ef);
-		return EXIT_INPUT;
-	}
 	if (json) {
 		printf("{\n  \"file\": ");
 		kcfi_json_string(stdout, operands[0]);

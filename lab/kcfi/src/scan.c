@@ -15,6 +15,7 @@
 
 #include "index.h"
 #include "scan_internal.h"
+#include "util.h"
 
 #define MAX_ID_OFF 72 /* id offsets counted when finding the common one */
 
@@ -203,6 +204,23 @@ out:
 	free(dmaps);
 	free(relocs);
 	return rc;
+}
+
+int kcfi_scan_file(const char *cmd, const char *path, struct elf_file *ef,
+		   struct kcfi_scan *s)
+{
+	char err[256];
+
+	if (elf_open(ef, path, err, sizeof(err))) {
+		kcfi_err(cmd, "%s: %s", path, err);
+		return EXIT_INPUT;
+	}
+	if (kcfi_scan_image(ef, s, err, sizeof(err))) {
+		kcfi_err(cmd, "%s: %s", path, err);
+		elf_close(ef);
+		return EXIT_INPUT;
+	}
+	return 0;
 }
 
 void kcfi_scan_free(struct kcfi_scan *s)

@@ -104,6 +104,11 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		    char *err, size_t errsize);
 void kcfi_scan_free(struct kcfi_scan *s);
 
+/* Open PATH and scan it; 0, or EXIT_INPUT after a "kcfi: CMD: PATH: ..."
+ * error (nothing left open). */
+int kcfi_scan_file(const char *cmd, const char *path, struct elf_file *ef,
+		   struct kcfi_scan *s);
+
 /* Lookups in the result: index.h. */
 
 #endif
