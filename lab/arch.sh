@@ -14,7 +14,7 @@ LAB_KERNEL_DIR="$KCFI_LAB_ROOT/lab/kernel"
 
 # The keys every arch file and every kernel file must set (possibly empty).
 ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
-	qemu_cpu console kvm clang_target gdb_arch trap_mnemonic trap_text indirect_call
+	qemu_cpu console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
 KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments)
 

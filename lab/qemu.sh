@@ -11,8 +11,10 @@ CONSOLE_ARGS=(-display none -serial mon:stdio)
 
 # kernel_cmdline ARCH MODE EXTRA: no "quiet": learners read the boot log.
 kernel_cmdline() {
-	local arch=$1 mode=$2 extra=$3 line
+	local arch=$1 mode=$2 extra=$3 line extra_arch
 	line="console=$(arch_get "$arch" console) nokaslr panic=-1"
+	extra_arch=$(arch_get "$arch" kernel_args)
+	[ -n "$extra_arch" ] && line+=" $extra_arch"
 	[ "$mode" = permissive ] && line+=" cfi=warn"
 	[ -n "$extra" ] && line+=" $extra"
 	echo "$line"
@@ -51,7 +53,7 @@ kvm_usable() {
 	read -r -a machine <<<"$(machine_args "$arch" kvm)"
 	timeout 30 "$qemu" "${machine[@]}" -m 256 -display none -monitor none \
 		-serial stdio -no-reboot -kernel "$(kernel_image "$arch")" -initrd "$initrd" \
-		-append "console=$(arch_get "$arch" console) nokaslr panic=-1" </dev/null >"$tmp/console" 2>&1 || true
+		-append "$(kernel_cmdline "$arch" strict "")" </dev/null >"$tmp/console" 2>&1 || true
 	grep -q 'kcfi-lab: run finished' "$tmp/console" && ok=yes
 	rm -rf "$tmp"
 	printf '%s\n%s\n' "$version" "$ok" >"$cache"
