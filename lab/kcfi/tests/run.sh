@@ -347,85 +347,27 @@ else
 	fail "func: asm_untyped or no_such_function (exit $rc): $("$KCFI" func "$objs/x86-O2.o" asm_untyped 2>&1) $(cat "$BUILD/err")"
 fi
 
-# kcfi site --json: valid JSON, the id of the text form, and a check that
-# ends with its trap (ud2: 2 bytes, brk: 4).
-if command -v python3 >/dev/null; then
-	for f in "$objs"/x86-exec "$objs"/a64-exec; do
-		ref=$("$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk")
-		bad=0
-		nsites=0
-		while read -r _ loc id _; do
-			nsites=$((nsites + 1))
-			if ! "$KCFI" site "$f" "0x$loc" --json >"$BUILD/site.json" ||
-				! python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))
-s = j["sites"][0]
-trap = 4 if "brk_immediate" in s else 2  # brk, ud2
-ok = (s["type_id"] == "0x" + sys.argv[2] and len(j["sites"]) == 1 and
-      int(s["check"]["address"], 16) + s["length"] == int(s["trap"]["address"], 16) + trap)
-sys.exit(0 if ok else 1)' "$BUILD/site.json" "$id"; then
-				bad=1
-				echo "    site 0x$loc --json: $(head -c 300 "$BUILD/site.json")"
-			fi
-		done < <(grep '^S ' <<<"$ref")
-		if [ "$bad" = 0 ] && [ "$nsites" -gt 0 ]; then
-			pass "site --json ${f##*/}: $nsites sites, ids and check extents right"
-		else
-			fail "site --json ${f##*/}"
-		fi
-	done
-fi
-
-# kcfi decode: each check site's bytes, with 8 bytes of code around them
-# (as gdb reads memory), decode to llvm-objdump's id, at the right offset.
+# kcfi site --json (valid JSON, the id of the text form, a check that
+# ends with its trap), kcfi decode of each check's bytes with code around
+# them (as gdb reads memory), and decode --preamble of the bytes before
+# each entry: all against llvm-objdump, one Python an image.
 if command -v python3 >/dev/null; then
 	for f in "$objs"/x86-exec "$objs"/a64-exec; do
 		arch=x86_64
 		[[ "$f" == */a64-* ]] && arch=arm64
 		"$OBJCOPY" -O binary --only-section=.text "$f" "$BUILD/text.bin"
-		ref=$("$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk")
-		bad=0
-		nsites=0
-		while read -r _ loc id _; do
-			nsites=$((nsites + 1))
-			"$KCFI" site "$f" "0x$loc" --json >"$BUILD/site.json"
-			bytes=$(python3 -c '
-import json, sys
-s = json.load(open(sys.argv[1]))["sites"][0]
-off, n = s["check"]["offset"], s["length"]
-code = open(sys.argv[2], "rb").read()
-print(code[max(off - 8, 0):off + n + 8].hex(" "), min(off, 8))' "$BUILD/site.json" "$BUILD/text.bin")
-			want_off=${bytes##* }
-			if ! out=$("$KCFI" decode --arch "$arch" --json "${bytes% *}") ||
-				[[ "$out" != *"\"offset\": $want_off,"*"\"type_id\": \"0x$id\""* ]]; then
-				bad=1
-				echo "    decode 0x$loc: ${out:-failed}"
-			fi
-		done < <(grep '^S ' <<<"$ref")
-		if [ "$bad" = 0 ] && [ "$nsites" -gt 0 ]; then
-			pass "decode ${f##*/}: the bytes of $nsites check sites decode to llvm-objdump's ids"
-		else
-			fail "decode ${f##*/}"
-		fi
-		# --preamble: the 64 bytes before each entry hold llvm-objdump's id.
-		bad=0
-		nfuncs=0
-		while read -r _ _ id name; do
-			nfuncs=$((nfuncs + 1))
-			bytes=$("$KCFI" func "$f" "$name" --json | python3 -c '
-import json, sys
-e = json.load(sys.stdin)["functions"][0]["entry"]["offset"]
-code = open(sys.argv[1], "rb").read()
-print(code[max(e - 64, 0):e].hex(" "))' "$BUILD/text.bin")
-			out=$("$KCFI" decode --arch "$arch" --preamble --json "$bytes") || out=failed
-			[[ "$out" == *"\"type_id\": \"0x$id\""* ]] || { bad=1; echo "    preamble $name: $out"; }
-		done < <(grep '^F ' <<<"$ref" | awk '!seen[$4]++')
-		if [ "$bad" = 0 ] && [ "$nfuncs" -gt 0 ]; then
-			pass "decode --preamble ${f##*/}: the bytes before $nfuncs entries hold llvm-objdump's ids"
-		else
-			fail "decode --preamble ${f##*/}"
-		fi
+		"$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk" >"$BUILD/ref.txt"
+		python3 "$HERE/check-json.py" "$KCFI" "$f" "$arch" "$BUILD/text.bin" \
+			<"$BUILD/ref.txt" >"$BUILD/check-json.out" 2>&1 || true
+		results=0
+		while IFS= read -r line; do
+			case "$line" in
+			"pass: "*) pass "${line#pass: }" && results=$((results + 1)) ;;
+			"fail: "*) fail "${line#fail: }" && results=$((results + 1)) ;;
+			*) echo "$line" ;;
+			esac
+		done <"$BUILD/check-json.out"
+		[ "$results" = 3 ] || fail "check-json.py ${f##*/}: $results results of 3"
 	done
 fi
 
