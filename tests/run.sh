@@ -31,7 +31,18 @@ done
 
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-test.XXXXXX")
 export TEST_TMP
-cleanup() { rm -rf "$TEST_TMP"; }
+# The files whose tests start no QEMU, gdb or tmux and take no lock of
+# the lab's: they run in a second lane, beside the others (a guest boot
+# keeps one core busy, a static check the other).
+BESIDE=(quick-static.sh)
+SIDE_PID=""
+cleanup() {
+	if [ -n "$SIDE_PID" ]; then
+		kill -TERM -- "-$(cat "$TEST_TMP/side.test" 2>/dev/null || echo 0)" 2>/dev/null || true
+		kill -TERM -- "-$SIDE_PID" 2>/dev/null || true
+	fi
+	rm -rf "$TEST_TMP"
+}
 trap cleanup EXIT
 
 # Nothing here may load code into the host kernel: these shims record any
@@ -88,6 +99,9 @@ reap_test() {
 		sleep 0.1
 	done
 	kill -KILL -- "-$pgid" 2>/dev/null || true
+	# Lab processes are the main lane's to look after: the side lane
+	# starts none, and a QEMU seen now is one of the main lane's tests.
+	[ -z "$SIDE_LANE" ] || return 0
 	while read -r pid cmd; do
 		[ -n "$pid" ] || continue
 		grep -qxF "$pid $cmd" <<<"$before" && continue
@@ -97,8 +111,8 @@ reap_test() {
 }
 
 run_test() {
-	local name=$1 log="$TEST_TMP/$1.log" rc=0 start=$SECONDS before pid left
-	before=$(lab_processes)
+	local name=$1 log="$TEST_TMP/$1.log" rc=0 start=$SECONDS before="" pid left
+	[ -n "$SIDE_LANE" ] || before=$(lab_processes)
 	# In the background, so that errexit holds inside the test (it is
 	# ignored in a subshell that is the left side of "||"), and in a
 	# process group of its own, so that reap_test finds all it started.
@@ -112,6 +126,7 @@ run_test() {
 	) >"$log" 2>&1 </dev/null &
 	pid=$!
 	set +m
+	[ -z "$SIDE_LANE" ] || echo "$pid" >"$TEST_TMP/side.test"
 	wait "$pid" || rc=$?
 	left=$(reap_test "$pid" "$before")
 	if [ -n "$left" ]; then
@@ -138,13 +153,64 @@ run_test() {
 	esac
 }
 
-# Tests run in the order they are defined, file by file.
-for f in "${files[@]}"; do
+# run_file FILE: FILE's tests, in the order they are defined.
+run_file() {
+	local name
 	while read -r name; do
 		[ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || continue
 		run_test "$name"
-	done < <(grep -oE '^test_[a-z0-9_]+' "$f")
+	done < <(grep -oE '^test_[a-z0-9_]+' "$1")
+}
+
+is_beside() {
+	local b
+	for b in "${BESIDE[@]}"; do
+		[ "${1##*/}" != "$b" ] || return 0
+	done
+	return 1
+}
+
+# start_side_lane: BESIDE's files, in the background, in a process group
+# of their own; their report and counts go to files that finish_side_lane
+# reads.
+start_side_lane() {
+	local f
+	set -m
+	(
+		SIDE_LANE=1
+		for f in "${files[@]}"; do
+			! is_beside "$f" || run_file "$f"
+		done
+		echo "$passed $failed $skipped" >"$TEST_TMP/side.counts"
+	) >"$TEST_TMP/side.out" 2>&1 &
+	SIDE_PID=$!
+	set +m
+}
+
+finish_side_lane() {
+	local p f s
+	[ -n "$SIDE_PID" ] || return 0
+	wait "$SIDE_PID" || true
+	SIDE_PID=""
+	cat "$TEST_TMP/side.out"
+	if read -r p f s <"$TEST_TMP/side.counts"; then
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	else
+		failed=$((failed + 1))
+		echo "FAIL the side lane ended without its counts"
+	fi
+}
+
+# Setup (full-0) first, since the side lane's tests need its tools; then
+# the side lane beside the rest, file by file.
+SIDE_LANE=""
+for f in "${files[@]}"; do
+	if [ -z "$SIDE_PID" ] && [[ "${f##*/}" != full-0-* ]]; then
+		start_side_lane
+	fi
+	is_beside "$f" || run_file "$f"
 done
+finish_side_lane
 
 test_zz_host_kernel_untouched() {
 	[ ! -s "$TEST_TMP/host-kernel-calls" ] ||
