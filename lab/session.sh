@@ -70,21 +70,34 @@ session_pids() {
 # the launchers, its directory, its tmux window. Safe to call twice.
 session_stop() {
 	local dir=$1 sock=$2 win=$3 _ pids
-	[ -f "$dir/qemu.pid" ] && kill "$(cat "$dir/qemu.pid")" 2>/dev/null
+	# Each step may find its process gone already (a launcher's own
+	# handler, a short-lived reader of DIR): never a reason to stop here.
+	[ ! -f "$dir/qemu.pid" ] || kill "$(cat "$dir/qemu.pid" 2>/dev/null)" 2>/dev/null || true
 	pids=$(session_pids "$dir")
 	# shellcheck disable=SC2086 # a list of pids
-	[ -z "$pids" ] || kill -TERM $pids 2>/dev/null
+	[ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
 	for _ in $(seq 1 30); do
 		pids=$(session_pids "$dir")
 		[ -n "$pids" ] || break
 		sleep 0.1
 	done
 	# shellcheck disable=SC2086
-	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 	rm -rf "$dir"
 	# The window last: once it is gone, so is the rest.
-	[ -z "$win" ] || tmux -S "$sock" kill-window -t "$win" 2>/dev/null
+	[ -z "$win" ] || tmux -S "$sock" kill-window -t "$win" 2>/dev/null || true
 	return 0
+}
+
+# process_id PID: PID and its start time (in clock ticks since boot),
+# which together name one process even after PID is reused.
+process_id() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# Field 22, counted after the command name (field 2, in parentheses).
+	stat=${stat##*) }
+	read -r -a stat <<<"$stat"
+	echo "$1 ${stat[19]}"
 }
 
 # session_reaper DIR SOCKET WINDOW: in the background, detached from the
@@ -101,10 +114,18 @@ session_reaper() {
 		' </dev/null >/dev/null 2>&1
 }
 
+# session_alive DIR SOCKET WINDOW: the session's window is there, its
+# QEMU runs, and the run.sh attached to it (DIR/attached) still runs.
 session_alive() {
-	local dir=$1 sock=$2 win=$3 pid wins
+	local dir=$1 sock=$2 win=$3 pid wins owner now
 	wins=$(tmux -S "$sock" list-windows -a -F '#{window_id}' 2>/dev/null) || return 1
 	grep -qxF -- "$win" <<<"$wins" || return 1
+	# A run.sh that ended while attached (its terminal closed, killed)
+	# without ending the session: whatever the signal did, it is over.
+	if owner=$(cat "$dir/attached" 2>/dev/null) && [ -n "$owner" ]; then
+		now=$(process_id "${owner%% *}") || now=""
+		[ "$now" = "$owner" ] || return 1
+	fi
 	[ -f "$dir/qemu.pid" ] || return 0
 	pid=$(cat "$dir/qemu.pid" 2>/dev/null) || return 0
 	kill -0 "$pid" 2>/dev/null
@@ -174,7 +195,12 @@ run_session() {
 	if [ -n "${TMUX:-}" ]; then
 		tmux select-window -t "$win"
 	elif [ -n "$attach" ]; then
+		# While attached, the reaper ends the session if run.sh ends
+		# (a signal its handlers could not see: a KILL, a hangup that
+		# never came); a detach or a finished session removes the mark.
+		process_id "$$" >"$dir/attached.tmp" && mv -f "$dir/attached.tmp" "$dir/attached"
 		tmux attach-session -t "$name" || true
+		rm -f "$dir/attached"
 		trap - HUP TERM INT
 		[ ! -d "$dir" ] || info "detached; 'tmux attach -t $name' returns to the session"
 	else

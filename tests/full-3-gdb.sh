@@ -196,11 +196,13 @@ wait_gone() {
 	fail "left behind: $left"
 }
 
-# closed_terminal_round ROUND: ./run.sh --gdb in a terminal (script(1)
-# gives it a pty; a private tmux server), gdb continues the guest, then
-# the terminal goes away: its process is killed, the pty hangs up.
+# closed_terminal_round ROUND [run.sh]: ./run.sh --gdb in a terminal
+# (script(1) gives it a pty; a private tmux server), gdb continues the
+# guest, then the terminal goes away: its process is killed, the pty
+# hangs up. With "run.sh", run.sh itself is killed instead, by SIGKILL,
+# which no handler of its sees.
 closed_terminal_round() {
-	local round=$1 tmpdir="$TEST_TMP/tmux-term-$1" fifo="$TEST_TMP/term-$1.in" pid name dir port _
+	local round=$1 victim=${2:-terminal} tmpdir="$TEST_TMP/tmux-term-$1" fifo="$TEST_TMP/term-$1.in" pid name dir port _
 	mkdir -p "$tmpdir"
 	mkfifo "$fifo"
 	# The fifo held open: the terminal's keyboard.
@@ -230,17 +232,28 @@ closed_terminal_round() {
 	done
 	TMUX_TMPDIR=$tmpdir tmux capture-pane -p -J -S -200 -t "$name:0.0" | has_match 'Linux version' ||
 		fail "round $round: the guest did not run after continue"
-	# The terminal closes.
-	kill -KILL "$pid"
+	if [ "$victim" = run.sh ]; then
+		# The session's name ends in run.sh's pid.
+		kill -KILL "${name##*-}"
+	else
+		# The terminal closes.
+		kill -KILL "$pid"
+		exec 7>&-
+	fi
+	wait_gone "$dir" "$port" || {
+		sed 's/^/    terminal: /' "$TEST_TMP/term-$round.out" | tail -n 15 >&2
+		return 1
+	}
 	exec 7>&-
 	wait "$pid" 2>/dev/null || true
-	wait_gone "$dir" "$port"
 	[ -z "$(TMUX_TMPDIR=$tmpdir tmux ls 2>/dev/null)" ] || fail "round $round: the lab's tmux server still runs"
 }
 
 test_closing_the_terminal_under_gdb_leaves_nothing() {
 	closed_terminal_round 1
 	closed_terminal_round 2
+	# The session's reaper sees run.sh go, however it went.
+	closed_terminal_round 3 run.sh
 }
 
 test_killing_the_learners_tmux_session_leaves_nothing() {
