@@ -32,9 +32,11 @@ done
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-test.XXXXXX")
 export TEST_TMP
 # The files whose tests start no QEMU, gdb or tmux and take no lock of
-# the lab's: they run in a second lane, beside the others (a guest boot
-# keeps one core busy, a static check the other).
+# the lab's home (they use homes of their own): they run in a second
+# lane, beside the others (a guest boot keeps one core busy, these the
+# other). In --quick the static checks run beside the rest.
 BESIDE=(quick-static.sh)
+[ -n "$QUICK" ] || BESIDE+=(quick-cli.sh quick-exercises.sh)
 SIDE_PID=""
 cleanup() {
 	if [ -n "$SIDE_PID" ]; then
