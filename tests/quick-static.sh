@@ -222,3 +222,16 @@ test_host_tool_make_check() {
 	tool_make check || fail "make -C lab/kcfi O=$LAB_TOOL_DIR check: $(tail -n 20 "$LAB_TOOL_LOG")"
 	tail -n 1 "$LAB_TOOL_LOG"
 }
+
+test_tests_see_default_signal_handling() {
+	# Tests send SIGINT and SIGHUP as a terminal would; a suite started
+	# with them ignored (nohup, a script's background job) resets them.
+	local ign
+	ign=$(awk '/^SigIgn:/ { print $2 }' /proc/self/status)
+	[ $((0x$ign & 0x7)) = 0 ] || fail "this test runs with SIGHUP, SIGINT or SIGQUIT ignored (SigIgn $ign)"
+	[ -z "${KCFI_LAB_TEST_NESTED:-}" ] || return 0
+	expect_exit 0 env --ignore-signal=HUP,INT,QUIT -u KCFI_LAB_TEST_SIGNALS KCFI_LAB_TEST_NESTED=1 \
+		tests/run.sh --quick --only '^test_tests_see_default_signal_handling$'
+	[[ "$OUT" == *"ok   test_tests_see_default_signal_handling "*"passed, 0 failed"* ]] ||
+		fail "the suite started with signals ignored: $OUT"
+}

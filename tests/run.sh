@@ -3,6 +3,16 @@
 # N skipped" last; exits non-zero when a test failed.
 set -euo pipefail
 
+# The tests send SIGINT and SIGHUP and expect what a terminal gives. A
+# suite started with signals ignored (under nohup, as a background job
+# of a script) would pass that on to every process it starts, and bash
+# cannot undo an ignored signal it was started with: start again with
+# the default handling.
+if [ "${KCFI_LAB_TEST_SIGNALS:-}" != default ]; then
+	export KCFI_LAB_TEST_SIGNALS=default
+	exec env --default-signal=HUP,INT,QUIT,TERM,PIPE "$0" "$@"
+fi
+
 KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KCFI_LAB_ROOT
 # shellcheck source=tests/lib.sh
@@ -104,12 +114,30 @@ reap_test() {
 	# Lab processes are the main lane's to look after: the side lane
 	# starts none, and a QEMU seen now is one of the main lane's tests.
 	[ -z "$SIDE_LANE" ] || return 0
+	local -a left=()
 	while read -r pid cmd; do
 		[ -n "$pid" ] || continue
 		grep -qxF "$pid $cmd" <<<"$before" && continue
 		echo "left running: $pid $cmd"
 		kill -TERM "$pid" 2>/dev/null || true
+		left+=("$pid")
 	done < <(lab_processes)
+	# Gone before the next test looks: one failure never causes another.
+	[ "${#left[@]}" -gt 0 ] || return 0
+	for _ in $(seq 1 50); do
+		any_alive "${left[@]}" || return 0
+		sleep 0.1
+	done
+	kill -KILL "${left[@]}" 2>/dev/null || true
+}
+
+# any_alive PID...: one of the processes still exists.
+any_alive() {
+	local p
+	for p in "$@"; do
+		! kill -0 "$p" 2>/dev/null || return 0
+	done
+	return 1
 }
 
 run_test() {
