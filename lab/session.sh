@@ -200,6 +200,13 @@ run_session() {
 		# never came); a detach or a finished session removes the mark.
 		process_id "$$" >"$dir/attached.tmp" && mv -f "$dir/attached.tmp" "$dir/attached"
 		tmux attach-session -t "$name" || true
+		# tmux's client also leaves when the terminal goes away, maybe
+		# before the hangup reaches run.sh, or with SIGHUP ignored (nohup):
+		# without a terminal now, this was no detach.
+		if ! is_tty; then
+			session_stop "$dir" "$sock" "$win"
+			exit 129
+		fi
 		rm -f "$dir/attached"
 		trap - HUP TERM INT
 		[ ! -d "$dir" ] || info "detached; 'tmux attach -t $name' returns to the session"

@@ -196,18 +196,21 @@ wait_gone() {
 	fail "left behind: $left"
 }
 
-# closed_terminal_round ROUND [run.sh]: ./run.sh --gdb in a terminal
-# (script(1) gives it a pty; a private tmux server), gdb continues the
-# guest, then the terminal goes away: its process is killed, the pty
-# hangs up. With "run.sh", run.sh itself is killed instead, by SIGKILL,
-# which no handler of its sees.
+# closed_terminal_round ROUND [run.sh|nohup]: ./run.sh --gdb in a
+# terminal (script(1) gives it a pty; a private tmux server), gdb
+# continues the guest, then the terminal goes away: its process is
+# killed, the pty hangs up. With "run.sh", run.sh itself is killed
+# instead, by SIGKILL, which no handler of its sees; with "nohup",
+# run.sh ignores SIGHUP and learns of the hangup from its terminal.
 closed_terminal_round() {
 	local round=$1 victim=${2:-terminal} tmpdir="$TEST_TMP/tmux-term-$1" fifo="$TEST_TMP/term-$1.in" pid name dir port _
 	mkdir -p "$tmpdir"
 	mkfifo "$fifo"
 	# The fifo held open: the terminal's keyboard.
 	exec 7<>"$fifo"
-	TMUX_TMPDIR=$tmpdir TERM=xterm script -qfc "stty cols 200 rows 50; ./run.sh x86_64 --gdb" /dev/null \
+	local launch=./run.sh
+	[ "$victim" != nohup ] || launch="env --ignore-signal=HUP ./run.sh"
+	TMUX_TMPDIR=$tmpdir TERM=xterm script -qfc "stty cols 200 rows 50; $launch x86_64 --gdb" /dev/null \
 		<&7 >"$TEST_TMP/term-$round.out" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 600); do
@@ -252,8 +255,9 @@ closed_terminal_round() {
 test_closing_the_terminal_under_gdb_leaves_nothing() {
 	closed_terminal_round 1
 	closed_terminal_round 2
+	closed_terminal_round 3 nohup
 	# The session's reaper sees run.sh go, however it went.
-	closed_terminal_round 3 run.sh
+	closed_terminal_round 4 run.sh
 }
 
 test_killing_the_learners_tmux_session_leaves_nothing() {
