@@ -132,7 +132,18 @@ def find_site(start, span=96):
             "call": start + d["offset"] + d["length"], "bytes": code[d["offset"]:d["offset"] + d["length"]]}
     if "brk_immediate" in d:
         site["brk"] = int(d["brk_immediate"], 16)
+    if "check_register" in d:
+        site["check_reg"] = d["check_register"]
     return site
+
+
+def check_registers(site):
+    """(register, meaning) pairs the check compared (arch file:
+    check_registers); "@check" stands for the register this check
+    computes in, as the tool decoded it."""
+    for item in arch_conf()["check_registers"].split(","):
+        name, what = item.split(":", 1)
+        yield (site.get("check_reg", name) if name == "@check" else name), what
 
 
 class Preamble(gdb.Command):
@@ -190,9 +201,9 @@ class StepToTrap(gdb.Command):
             gdb.execute("stepi", to_string=True)
         pc = reg("pc")
         gdb.execute("x/1i $pc")
-        # What the check compared (arch file: check_registers).
-        print(", ".join("%s = 0x%08x (%s)" % (r, reg(r) & 0xFFFFFFFF, what) for r, what in
-                        (item.split(":", 1) for item in arch_conf()["check_registers"].split(","))))
+        # What the check compared.
+        print(", ".join("%s = 0x%08x (%s)" % (r, reg(r) & 0xFFFFFFFF, what)
+                        for r, what in check_registers(s)))
         print("at the trap: the types differ" if pc == s["trap"] else
               "at the call: the types match")
 

@@ -39,6 +39,7 @@ struct found {
 	int32_t disp;
 	int brk;
 	uint16_t brk_imm;
+	const char *check_reg; /* x86_64: the register the check computes in */
 };
 
 static int find_x86(const uint8_t *p, size_t n, struct found *f)
@@ -48,7 +49,8 @@ static int find_x86(const uint8_t *p, size_t n, struct found *f)
 
 		if (x86_decode_check(p + i, n - i, &c, NULL) == 4) {
 			*f = (struct found){ i, c.len, i + c.trap_off, c.id,
-					     x86_reg_name(c.target_reg), c.disp, 0, 0 };
+					     x86_reg_name(c.target_reg), c.disp, 0, 0,
+					     x86_reg_name(c.temp_reg) };
 			return 1;
 		}
 	}
@@ -65,7 +67,7 @@ static int find_a64(const uint8_t *p, size_t n, struct found *f)
 		if (a64_decode_check(p + i, n - i, &c, NULL) == 6) {
 			snprintf(reg, sizeof(reg), "x%d", c.target_reg);
 			*f = (struct found){ i, A64_CHECK_LEN, i + c.trap_off, c.id, reg,
-					     c.disp, 1, c.brk_imm };
+					     c.disp, 1, c.brk_imm, NULL };
 			return 1;
 		}
 	}
@@ -170,6 +172,8 @@ int cmd_decode(int argc, char **argv)
 		       arch, f.off, f.len, f.trap_off, f.id, f.target, f.disp);
 		if (f.brk)
 			printf(", \"brk_immediate\": \"0x%04x\"", f.brk_imm);
+		if (f.check_reg)
+			printf(", \"check_register\": \"%s\"", f.check_reg);
 		printf("}\n");
 	} else {
 		printf("check at +%zu, %zu bytes: expected type id 0x%08" PRIx32

@@ -4,7 +4,8 @@
 # files (locations are SECTION:OFFSET).  Records (hex without 0x):
 #   F LOC ID NAME              preamble: type id ID before function NAME
 #   S LOC ID REG               check site: trap at LOC, expected ID, target REG
-#   XB ID REG BYTES...         x86_64: the check's bytes (movl..ud2)
+#   XB ID REG CREG BYTES...    x86_64: the check's bytes (movl..ud2), CREG
+#                              the register it computes in (r10 or r11)
 #   AB BRK REG TREG ID         arm64: brk immediate, target and type registers
 # x86_64 preambles: the movl $id, %eax inside __cfi_NAME, before label NAME.
 # arm64 preambles: a .word under a $d label followed, after at most $x and
@@ -58,6 +59,7 @@ function pad4(s) { return substr("0000" s, length(s) + 1) }
 	# x86_64: movl $-id, %r10d; addl -D(%reg), %r10d; je; ud2
 	if (mn == "movl" && ops ~ /^\$0x[0-9a-f]+, %r1[01]d/) {
 		st = 1; sid = hex8((4294967296 - hex2num(hexof(ops))) % 4294967296)
+		match(ops, /%r1[01]d/); scheck = substr(ops, RSTART + 1, 3)
 		sbytes = bytes; next
 	}
 	if (st == 1 && mn == "addl" && ops ~ /^-0x[0-9a-f]+\(%[a-z0-9]+\), %r1[01]d/) {
@@ -67,7 +69,7 @@ function pad4(s) { return substr("0000" s, length(s) + 1) }
 	if (st == 2 && mn == "je") { st = 3; sbytes = sbytes " " bytes; next }
 	if (st == 3 && mn == "ud2") {
 		print "S", loc(addr), sid, sreg
-		print "XB", sid, sreg, sbytes " " bytes
+		print "XB", sid, sreg, scheck, sbytes " " bytes
 		resetsite(); next
 	}
 

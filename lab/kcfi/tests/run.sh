@@ -383,16 +383,26 @@ fi
 records=$(for f in "$objs"/*; do "$OBJDUMP" -d "$f" | awk -v exec=0 -f "$HERE/objdump-ref.awk"; done)
 bad=0
 n=0
-while read -r _ id reg bytes; do
+forms=""
+while read -r _ id reg creg bytes; do
 	n=$((n + 1))
 	out=$("$KCFI" explain --arch x86_64 "$bytes") || { bad=1; echo "    explain '$bytes' failed"; continue; }
 	if ! grep -q "^expected type id: 0x$id " <<<"$out" || ! grep -q "^target register: %$reg " <<<"$out"; then
 		bad=1
 		echo "    explain '$bytes': want id $id reg $reg"
 	fi
+	out=$("$KCFI" decode --arch x86_64 --json "$bytes") || { bad=1; echo "    decode '$bytes' failed"; continue; }
+	if ! grep -q "\"check_register\": \"$creg\"" <<<"$out"; then
+		bad=1
+		echo "    decode '$bytes': want check_register $creg: $out"
+	fi
+	forms="$forms $reg/$creg"
 done < <(grep '^XB ' <<<"$records" | sort -u)
+# The objects hold the rarer forms too (sample.c's call_via_r12/_r10).
+case "$forms" in *" r12/r10"*) ;; *) bad=1 && echo "    no check with its target in %r12" ;; esac
+case "$forms" in *" r10/r11"*) ;; *) bad=1 && echo "    no check computing in %r11d" ;; esac
 if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
-	pass "explain x86_64: $n check sequences decode to objdump's id and target register"
+	pass "explain x86_64: $n check sequences (%r12 and %r11d forms among them) decode to objdump's id and registers"
 else
 	fail "explain x86_64 round trip"
 fi

@@ -146,6 +146,32 @@ __asm__(".text\n"
 extern void asm_typed(long);
 void (*const typed_ref)(long) = asm_typed;
 
+#if defined(__x86_64__)
+/*
+ * The x86_64 check's other forms: with the target in %r12 its addl needs
+ * a SIB byte (a 15-byte check); with the target in %r10 the check
+ * computes in %r11d. The register variable puts the target there, and
+ * the empty asm after the call keeps it live in that register.
+ */
+void call_via_r12(void (*fp)(int *), int *p)
+{
+	register void (*t)(int *) __asm__("r12") = fp;
+
+	__asm__ volatile("" : "+r"(t));
+	t(p);
+	__asm__ volatile("" : : "r"(t));
+}
+
+void call_via_r10(void (*fp)(int *), int *p)
+{
+	register void (*t)(int *) __asm__("r10") = fp;
+
+	__asm__ volatile("" : "+r"(t));
+	t(p);
+	__asm__ volatile("" : : "r"(t));
+}
+#endif
+
 void sample_entry(void)
 {
 }
