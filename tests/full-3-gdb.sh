@@ -82,6 +82,21 @@ gdb_walk() {
 test_x86_64_gdb_steps_to_ud2() { gdb_walk x86_64; }
 test_arm64_gdb_steps_to_brk() { gdb_walk arm64; }
 
+# The suite's own cleanup: when a test of the side lane ends, its reap
+# must leave alone the tmux server a main-lane test is driving (their
+# sockets share the suite's prefix). It did not, and a tmux session test
+# failed with "error connecting to ..." now and then.
+test_side_lane_reap_spares_the_main_lanes_tmux() {
+	local sock="kcfi-lab-test-$$-spare" gone
+	tmux -L "$sock" new-session -d -s spare "sleep 120"
+	(exit 0) &
+	gone=$!
+	wait "$gone"
+	SIDE_LANE=1 reap_test "$gone" "" >/dev/null
+	tmux -L "$sock" has-session -t spare 2>/dev/null || fail "a side-lane reap killed the main lane's tmux server"
+	tmux -L "$sock" kill-server
+}
+
 # wait_pane TARGET REGEX [SECONDS]: until the pane shows REGEX.
 wait_pane() {
 	local _

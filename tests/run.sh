@@ -101,19 +101,21 @@ lab_processes() {
 reap_test() {
 	local pgid=$1 before=$2 sock _ pid cmd
 	kill -TERM -- "-$pgid" 2>/dev/null || true
-	for sock in "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/kcfi-lab-test-$$"*; do
-		[ -S "$sock" ] || continue
-		tmux -S "$sock" kill-server 2>/dev/null || true
-		rm -f "$sock"
-	done
 	for _ in $(seq 1 50); do
 		kill -0 -- "-$pgid" 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -KILL -- "-$pgid" 2>/dev/null || true
-	# Lab processes are the main lane's to look after: the side lane
-	# starts none, and a QEMU seen now is one of the main lane's tests.
+	# tmux servers and lab processes are the main lane's to look after:
+	# the side lane starts none, and a tmux server or QEMU seen now
+	# belongs to one of the main lane's tests (the suite's tmux sockets
+	# are named after $$, the same in both lanes).
 	[ -z "$SIDE_LANE" ] || return 0
+	for sock in "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/kcfi-lab-test-$$"*; do
+		[ -S "$sock" ] || continue
+		tmux -S "$sock" kill-server 2>/dev/null || true
+		rm -f "$sock"
+	done
 	local -a left=()
 	while read -r pid cmd; do
 		[ -n "$pid" ] || continue
