@@ -82,6 +82,52 @@ gdb_walk() {
 test_x86_64_gdb_steps_to_ud2() { gdb_walk x86_64; }
 test_arm64_gdb_steps_to_brk() { gdb_walk arm64; }
 
+# The x86_64 check's other forms under gdb: with the target in %r10 the
+# check computes in %r11d, with the target in %r12 it is one byte longer.
+# kcfi-step-to-trap must print the register the check computes in, and
+# kcfi-explain must name the target, for both.
+test_x86_64_gdb_reads_every_check_form() {
+	local port pid console="$TEST_TMP/gdb-forms-console.log" log="$TEST_TMP/gdb-forms.log"
+	local expected target
+	port=$(free_port)
+	lab x86_64 --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_R10 CFI_FORWARD_R12; echo ALIVE' >"$console" 2>&1 &
+	pid=$!
+	# shellcheck disable=SC2064 # the port is fixed now
+	trap "pkill -f 'tcp:127.0.0.1:$port' 2>/dev/null || true" EXIT
+	wait_listening "$port"
+	cat >"$TEST_TMP/forms.gdb" <<-GDB
+		hbreak lkdtm_indirect_call_r10
+		hbreak lkdtm_indirect_call_r12
+		continue
+		kcfi-step-to-trap
+		continue
+		kcfi-step-to-trap
+		kcfi-explain
+		continue
+		kcfi-step-to-trap
+		continue
+		kcfi-step-to-trap
+		kcfi-explain
+		delete
+		detach
+	GDB
+	timeout 600 gdb-multiarch -batch -nx -ex "file $(vmlinux_of x86_64)" \
+		-ex "source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py" -ex "target remote 127.0.0.1:$port" \
+		-x "$TEST_TMP/forms.gdb" >"$log" 2>&1 || fail "gdb failed: $(tail -n 5 "$log")"
+	wait "$pid" || fail "the guest run failed: $(tail -n 5 "$console")"
+	cat "$log"
+	expected=$(preamble_type x86_64 lkdtm_increment_void)
+	target=$(preamble_type x86_64 lkdtm_increment_int)
+	assert_grep 'r11 = 0x00000000' "$log" "r11d form: r11 is 0 for the matched call"
+	assert_grep "r11 = 0x$(printf '%08x' $(((0x$target - 0x$expected) & 0xffffffff)))" "$log" \
+		"r11d form: r11 = target type - expected type for the mismatch"
+	assert_grep "expected type 0x$expected; target r10 = 0x[0-9a-f]+ \(lkdtm_increment_int" "$log" \
+		"kcfi-explain: the target in r10"
+	assert_grep "expected type 0x$expected; target r12 = 0x[0-9a-f]+ \(lkdtm_increment_int" "$log" \
+		"kcfi-explain: the target in r12"
+	assert_grep '^ALIVE$' "$console"
+}
+
 # The suite's own cleanup: when a test of the side lane ends, its reap
 # must leave alone the tmux server a main-lane test is driving (their
 # sockets share the suite's prefix). It did not, and a tmux session test
