@@ -143,6 +143,20 @@ test_side_lane_reap_spares_the_main_lanes_tmux() {
 	tmux -L "$sock" kill-server
 }
 
+# Nor may a reap take a process for the lab's because its arguments
+# name tmux and this run's TEST_TMP (a side-lane test's ln -s of /usr/bin
+# did): lab processes are QEMU, gdb, tmux and the session launchers.
+test_reap_goes_by_what_runs_not_by_its_arguments() {
+	local pid listed
+	bash -c 'sleep 120; :' lookalike /usr/bin/tmux /usr/bin/qemu-system-x86_64 "$TEST_TMP/lookalike" &
+	pid=$!
+	listed=$(lab_processes)
+	kill "$pid"
+	if grep -q "^$pid " <<<"$listed"; then
+		fail "lab_processes lists a bash whose arguments name tmux and TEST_TMP"
+	fi
+}
+
 # wait_pane TARGET REGEX [SECONDS]: until the pane shows REGEX.
 wait_pane() {
 	local _

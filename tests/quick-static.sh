@@ -230,8 +230,12 @@ test_tests_see_default_signal_handling() {
 	ign=$(awk '/^SigIgn:/ { print $2 }' /proc/self/status)
 	[ $((0x$ign & 0x7)) = 0 ] || fail "this test runs with SIGHUP, SIGINT or SIGQUIT ignored (SigIgn $ign)"
 	[ -z "${KCFI_LAB_TEST_NESTED:-}" ] || return 0
+	# A home of its own: the nested suite's cleanup looks for QEMU and
+	# gdb of its KCFI_LAB_HOME, and must not take the outer suite's
+	# guests, running beside it, for its own leftovers.
+	mkdir -p "$TEST_TMP/nested-home"
 	expect_exit 0 env --ignore-signal=HUP,INT,QUIT -u KCFI_LAB_TEST_SIGNALS KCFI_LAB_TEST_NESTED=1 \
-		tests/run.sh --quick --only '^test_tests_see_default_signal_handling$'
+		KCFI_LAB_HOME="$TEST_TMP/nested-home" tests/run.sh --quick --only '^test_tests_see_default_signal_handling$'
 	[[ "$OUT" == *"ok   test_tests_see_default_signal_handling "*"passed, 0 failed"* ]] ||
 		fail "the suite started with signals ignored: $OUT"
 }

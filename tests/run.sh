@@ -83,10 +83,18 @@ passed=0 failed=0 skipped=0
 # lab_processes: pid and command line of every QEMU, gdb and tmux process
 # that belongs to this KCFI_LAB_HOME or to this suite.
 lab_processes() {
-	local pid cmd
+	local pid cmd comm
 	for pid in $(pgrep -f "qemu-system-|gdb-multiarch|tmux|$KCFI_LAB_HOME/run/" || true); do
 		[ "$pid" != "$$" ] || continue
 		cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		# By what runs, not by what its arguments mention: a side-lane
+		# test's "ln -s" of every file in /usr/bin names tmux and this
+		# run's TEST_TMP, and is none of the main lane's business.
+		case "$comm" in
+		qemu-system-* | gdb-multiarch | tmux*) ;;
+		*) [[ "$cmd" == *"$KCFI_LAB_HOME/run/"* ]] || continue ;;
+		esac
 		case "$cmd" in
 		*"$KCFI_LAB_HOME/"* | *"$TEST_TMP/"* | *"kcfi-lab-test-$$"*) printf '%s %s\n' "$pid" "$cmd" ;;
 		esac
