@@ -80,6 +80,13 @@ run_mutant() {
 			[ -e "$dir/$arch/vmlinux" ] || patch_type_id "$arch" "$fault" "$dir/$arch/vmlinux"
 		done
 		;;
+	docs)
+		local md
+		while read -r md; do
+			mkdir -p "$dir/root/$(dirname "${md#"$KCFI_LAB_ROOT"/}")"
+			sed -E "$fault" "$md" >"$dir/root/${md#"$KCFI_LAB_ROOT"/}"
+		done < <(doc_files)
+		;;
 	*) fail "mutant $name: unknown boundary $boundary" ;;
 	esac
 	# shellcheck disable=SC2030,SC2031,SC2317 # the mutant lives in this subshell
@@ -89,6 +96,9 @@ run_mutant() {
 		export PATH="$dir/bin:$PATH" TEST_TMP="$work"
 		if [ "$boundary" = vmlinux ]; then
 			vmlinux_of() { echo "$dir/$1/vmlinux"; }
+		fi
+		if [ "$boundary" = docs ]; then
+			doc_files() { printf '%s\n' "$dir"/root/docs/*.md "$dir"/root/exercises/*/README.md; }
 		fi
 		"$test"
 	) >"$work.log" 2>&1 </dev/null &

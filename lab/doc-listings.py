@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Re-run the commands of the documentation's listings and compare.
+
+usage: doc-listings.py [--regen | --diff] FILE...
+
+A listing is a fenced code block whose first line is "$ COMMAND": the
+lines after each "$ " command, up to the next one or the end of the
+block, are its output as the build printed it. A line "..." in the
+output stands for any number of lines left out. A block right after a
+line "<!-- listing: not checked (REASON) -->" is not run.
+
+Each block runs in one bash, from the current directory, with the
+variables of docs/kcfi.md ("Before you start") in the environment: L,
+X, A and K. Commands may span lines (a trailing backslash, an open
+quote, a here-document).
+
+Prints one line per command that no longer matches, "FILE:LINE: ...",
+and exits 1 when there is one; --diff also shows how. With --regen, rewrites those listings
+from the output of the current build where it can (lines matched by
+their shape: the same text with other numbers), and prints the ones it
+cannot rewrite; review the diff before committing it.
+"""
+import difflib
+import re
+import shlex
+import subprocess
+import sys
+
+SKIP = re.compile(r"^<!-- listing: not checked \(.+\) -->$")
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+MARK = "@@kcfi-lab-listing-%d@@"
+
+
+def complete(text):
+    """True when TEXT is a whole shell command: no trailing backslash and
+    no open quote."""
+    if text.endswith("\\"):
+        return False
+    try:
+        shlex.split(text.replace("$'", "'"), comments=False)
+    except ValueError:
+        return False
+    return True
+
+
+def blocks(lines):
+    """Yield (first line index, [(command, command line index,
+    [output lines], first output index)]) for each listing."""
+    i, n = 0, len(lines)
+    while i < n:
+        if not lines[i].lstrip().startswith("```"):
+            i += 1
+            continue
+        # A fence may be indented (a listing in a list item): so are its
+        # lines, and the indent is not part of them.
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        prev = i - 1
+        while prev >= 0 and not lines[prev].strip():
+            prev -= 1
+        skip = prev >= 0 and SKIP.match(lines[prev].strip())
+        start = i + 1
+        end = start
+        while end < n and not lines[end].lstrip().startswith("```"):
+            end += 1
+        body = [x[indent:] if x[:indent].isspace() else x for x in lines[start:end]]
+        i = end + 1
+        if skip or not body or not body[0].startswith("$ "):
+            continue
+        cmds = []
+        j = 0
+        while j < len(body):
+            if not body[j].startswith("$ "):
+                cmds[-1][2].append(body[j])
+                j += 1
+                continue
+            text, at = body[j][2:], j
+            j += 1
+            while not complete(text) and j < len(body):
+                text += "\n" + body[j]
+                j += 1
+            m = HEREDOC.search(text)
+            if m:
+                while j < len(body):
+                    text += "\n" + body[j]
+                    j += 1
+                    if body[j - 1].strip() == m.group(2):
+                        break
+            cmds.append([text, start + at, [], start + j])
+        yield start, cmds
+
+
+def run(cmds, env_script):
+    """Run a block's commands in one bash; return each one's output."""
+    script = [env_script, "exec 2>&1"]
+    for k, c in enumerate(cmds):
+        script.append("printf '%s\\n' '" + MARK % k + "'")
+        script.append(c[0])
+    script.append("printf '%s\\n' '" + MARK % len(cmds) + "'")
+    out = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True,
+                         text=True, errors="replace").stdout
+    outs = []
+    for k in range(len(cmds)):
+        a = out.find(MARK % k)
+        b = out.find(MARK % (k + 1))
+        if a < 0 or b < 0:
+            outs.append(None)
+            continue
+        text = out[a + len(MARK % k):b].strip("\n")
+        outs.append([x.rstrip() for x in text.split("\n")] if text else [])
+    return outs
+
+
+def segments(listed):
+    """The output as runs of lines between "..." lines, and whether it
+    begins and ends with a gap."""
+    segs, cur = [], []
+    for x in listed:
+        if x.strip() == "...":
+            segs.append(cur)
+            cur = []
+        else:
+            cur.append(x.rstrip())
+    segs.append(cur)
+    return segs
+
+
+def align(listed, actual, same):
+    """Where each run of listed lines sits in actual, in order: a list of
+    start indexes, or None. The first run must start the output and the
+    last end it, unless a "..." stands there."""
+    while listed and not listed[-1].strip():
+        listed = listed[:-1]
+    segs = segments(listed)
+    pos, starts = 0, []
+    for k, seg in enumerate(segs):
+        if not seg:
+            starts.append(pos)
+            continue
+        if k == 0:
+            cands = [0]
+        else:
+            cands = range(pos, len(actual) - len(seg) + 1)
+        found = None
+        for j in cands:
+            if j + len(seg) <= len(actual) and all(same(a, b) for a, b in zip(seg, actual[j:j + len(seg)])):
+                found = j
+                break
+        if found is None:
+            return None
+        starts.append(found)
+        pos = found + len(seg)
+    if segs[-1] and pos != len(actual):
+        return None
+    return starts
+
+
+NUM = re.compile(r"(0x)?[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
+
+
+def shape(line):
+    return re.sub(r"[ \t]+", " ", NUM.sub("#", line.rstrip()))
+
+
+def regen(listed, actual):
+    """The listing rewritten from actual, keeping its "..." gaps, or None
+    when its lines cannot be found by their shape."""
+    if not any(x.strip() == "..." for x in listed):
+        return actual
+    segs = segments(listed)
+    starts = align(listed, actual, lambda a, b: shape(a) == shape(b))
+    if starts is None:
+        return None
+    out = []
+    for k, seg in enumerate(segs):
+        if k:
+            out.append("...")
+        out.extend(actual[starts[k]:starts[k] + len(seg)])
+    return out
+
+
+def main(argv):
+    regenerate = argv[:1] == ["--regen"]
+    diff = argv[:1] == ["--diff"]
+    files = argv[1:] if regenerate or diff else argv
+    if not files:
+        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        return 2
+    env_script = ('L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}\n'
+                  'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree')
+    bad = checked = 0
+    for f in files:
+        lines = open(f, encoding="utf-8").read().split("\n")
+        edits = []
+        for first_line, cmds in blocks(lines):
+            outs = run(cmds, env_script)
+            indent = len(lines[first_line - 1]) - len(lines[first_line - 1].lstrip())
+            for (text, at, listed, _), actual in zip(cmds, outs):
+                checked += 1
+                first = text.split("\n")[0]
+                if actual is None:
+                    print("%s:%d: did not finish: $ %s" % (f, at + 1, first))
+                    bad += 1
+                    continue
+                if align(listed, actual, lambda a, b: a == b) is not None:
+                    continue
+                new = regen(listed, actual) if regenerate else None
+                if new is None:
+                    print("%s:%d: output differs from the listing: $ %s" % (f, at + 1, first))
+                    bad += 1
+                    if diff:
+                        sys.stdout.writelines(difflib.unified_diff(
+                            [x + "\n" for x in listed], [x + "\n" for x in actual],
+                            "listing", "output", n=1))
+                else:
+                    edits.append((at + 1 + text.count("\n"), len(listed),
+                                  [" " * indent + x if x else x for x in new]))
+                    print("%s:%d: rewritten: $ %s" % (f, at + 1, first))
+        for begin, count, new in sorted(edits, reverse=True):
+            lines[begin:begin + count] = new
+        if edits:
+            open(f, "w", encoding="utf-8").write("\n".join(lines))
+    print("listings: %d commands checked, %d differ" % (checked, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

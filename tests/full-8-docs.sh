@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The documentation against the build: every listing that names its
+# command ("$ COMMAND" first in a fenced block) runs again on the
+# current build and must still read as it is shown, addresses included
+# (lab/doc-listings.py; --regen rewrites them when the branch changes).
+
+# doc_files: the Markdown files whose listings are checked.
+doc_files() {
+	printf '%s\n' "$KCFI_LAB_ROOT"/docs/*.md "$KCFI_LAB_ROOT"/exercises/*/README.md
+}
+
+test_doc_listings_match_the_build() {
+	local out=$TEST_TMP/doc-listings.txt checked least
+	local -a files
+	mapfile -t files < <(doc_files)
+	python3 "$KCFI_LAB_ROOT/lab/doc-listings.py" "${files[@]}" >"$out" 2>&1 ||
+		fail "listings no longer match the build; lab/doc-listings.py --regen rewrites them: $(cat "$out")"
+	# The checker must have found the listings: at least every "$ " line
+	# that starts a line of kcfi.md, counted here by grep.
+	checked=$(sed -n 's/^listings: \([0-9]*\) commands checked.*/\1/p' "$out")
+	least=$(grep -c '^\$ ' "${files[@]}" | awk -F: '$1 ~ /\/kcfi\.md$/ { print $2 }')
+	[ "${checked:-0}" -ge "${least:-1}" ] || fail "only ${checked:-0} listing commands checked, kcfi.md alone has $least: $(tail -n 3 "$out")"
+}
