@@ -9,6 +9,14 @@ block, are its output as the build printed it. A line "..." in the
 output stands for any number of lines left out. A block right after a
 line "<!-- listing: not checked (REASON) -->" is not run.
 
+A guest's console does not repeat itself to the digit (timestamps,
+pids, stack addresses): a block right after "<!-- listing: ./run.sh
+ARGS -->" is an excerpt of that command's output, compared line by line
+by shape (the same text with other numbers), anywhere in the output; a
+line may leave out the start of the console's (the timestamp).
+Each such command runs once; with DOC_LISTINGS_CACHE set, its output is
+kept in that directory and reused.
+
 Each block runs in one bash, from the current directory, with the
 variables of docs/kcfi.md ("Before you start") in the environment: L,
 X, A and K. Commands may span lines (a trailing backslash, an open
@@ -21,12 +29,15 @@ their shape: the same text with other numbers), and prints the ones it
 cannot rewrite; review the diff before committing it.
 """
 import difflib
+import hashlib
+import os
 import re
 import shlex
 import subprocess
 import sys
 
 SKIP = re.compile(r"^<!-- listing: not checked \(.+\) -->$")
+GUEST = re.compile(r"^<!-- listing: (\./run\.sh .+) -->$")
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 MARK = "@@kcfi-lab-listing-%d@@"
 
@@ -58,12 +69,16 @@ def blocks(lines):
         while prev >= 0 and not lines[prev].strip():
             prev -= 1
         skip = prev >= 0 and SKIP.match(lines[prev].strip())
+        guest = GUEST.match(lines[prev].strip()) if prev >= 0 else None
         start = i + 1
         end = start
         while end < n and not lines[end].lstrip().startswith("```"):
             end += 1
         body = [x[indent:] if x[:indent].isspace() else x for x in lines[start:end]]
         i = end + 1
+        if guest and not skip:
+            yield start, [[guest.group(1), prev, body, start, True]]
+            continue
         if skip or not body or not body[0].startswith("$ "):
             continue
         cmds = []
@@ -85,7 +100,7 @@ def blocks(lines):
                     j += 1
                     if body[j - 1].strip() == m.group(2):
                         break
-            cmds.append([text, start + at, [], start + j])
+            cmds.append([text, start + at, [], start + j, False])
         yield start, cmds
 
 
@@ -108,6 +123,27 @@ def run(cmds, env_script):
         text = out[a + len(MARK % k):b].strip("\n")
         outs.append([x.rstrip() for x in text.split("\n")] if text else [])
     return outs
+
+
+def run_guest(command, cache):
+    """The output of a ./run.sh command (stdout and stderr), once."""
+    if command in cache:
+        return cache[command]
+    keep = os.environ.get("DOC_LISTINGS_CACHE")
+    path = None
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        path = os.path.join(keep, hashlib.sha256(command.encode()).hexdigest())
+        if os.path.exists(path):
+            cache[command] = open(path, encoding="utf-8").read().split("\n")
+            return cache[command]
+    r = subprocess.run(["bash", "-c", command + " 2>&1"], capture_output=True,
+                       text=True, errors="replace")
+    out = [x.rstrip() for x in r.stdout.split("\n")] if r.returncode == 0 else None
+    if out is not None and path:
+        open(path, "w", encoding="utf-8").write("\n".join(out))
+    cache[command] = out
+    return out
 
 
 def segments(listed):
@@ -188,13 +224,30 @@ def main(argv):
     env_script = ('L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}\n'
                   'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree')
     bad = checked = 0
+    guests = {}
     for f in files:
         lines = open(f, encoding="utf-8").read().split("\n")
         edits = []
         for first_line, cmds in blocks(lines):
+            if cmds[0][4]:
+                text, at, listed = cmds[0][:3]
+                actual = run_guest(text, guests)
+                checked += 1
+                if actual is None:
+                    print("%s:%d: failed: %s" % (f, at + 1, text))
+                    bad += 1
+                elif align(["..."] + listed + ["..."], actual,
+                           lambda a, b: shape(b).endswith(shape(a))) is None:
+                    print("%s:%d: the console no longer shows this excerpt: %s" % (f, at + 1, text))
+                    bad += 1
+                    if diff:
+                        sys.stdout.writelines(difflib.unified_diff(
+                            [x + "\n" for x in listed], [x + "\n" for x in actual],
+                            "listing", "output", n=1))
+                continue
             outs = run(cmds, env_script)
             indent = len(lines[first_line - 1]) - len(lines[first_line - 1].lstrip())
-            for (text, at, listed, _), actual in zip(cmds, outs):
+            for (text, at, listed, _, _), actual in zip(cmds, outs):
                 checked += 1
                 first = text.split("\n")[0]
                 if actual is None:

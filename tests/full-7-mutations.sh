@@ -93,6 +93,8 @@ run_mutant() {
 	(
 		set -euo pipefail
 		shopt -s inherit_errexit
+		# The listings test's guest consoles are the real run's.
+		export DOC_LISTINGS_CACHE="$TEST_TMP/doc-consoles"
 		export PATH="$dir/bin:$PATH" TEST_TMP="$work"
 		if [ "$boundary" = vmlinux ]; then
 			vmlinux_of() { echo "$dir/$1/vmlinux"; }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The documentation against the build: every listing that names its
 # command ("$ COMMAND" first in a fenced block) runs again on the
-# current build and must still read as it is shown, addresses included
-# (lab/doc-listings.py; --regen rewrites them when the branch changes).
+# current build and must still read as it is shown, addresses included,
+# and every console excerpt marked with the ./run.sh command it came
+# from must still be in that command's console, line by line by shape
+# (lab/doc-listings.py; --regen rewrites host listings when the branch
+# changes).
 
 # doc_files: the Markdown files whose listings are checked.
 doc_files() {
@@ -13,6 +16,9 @@ test_doc_listings_match_the_build() {
 	local out=$TEST_TMP/doc-listings.txt checked least
 	local -a files
 	mapfile -t files < <(doc_files)
+	# Guest consoles of the listings' ./run.sh commands: booted once,
+	# reused by the docs mutants.
+	export DOC_LISTINGS_CACHE="${DOC_LISTINGS_CACHE:-$TEST_TMP/doc-consoles}"
 	python3 "$KCFI_LAB_ROOT/lab/doc-listings.py" "${files[@]}" >"$out" 2>&1 ||
 		fail "listings no longer match the build; lab/doc-listings.py --regen rewrites them: $(cat "$out")"
 	# The checker must have found the listings: at least every "$ " line
