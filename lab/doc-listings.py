@@ -19,7 +19,7 @@ kept in that directory and reused.
 
 Each block runs in one bash, from the current directory, with the
 variables of docs/kcfi.md ("Before you start") in the environment: L,
-X, A and K. Commands may span lines (a trailing backslash, an open
+X, A, K and KCFI. Commands may span lines (a trailing backslash, an open
 quote, a here-document).
 
 Prints one line per command that no longer matches, "FILE:LINE: ...",
@@ -222,7 +222,8 @@ def main(argv):
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     env_script = ('L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}\n'
-                  'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree')
+                  'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree\n'
+                  'KCFI=$L/build/tool/kcfi')
     bad = checked = 0
     guests = {}
     for f in files:
