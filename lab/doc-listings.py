@@ -214,6 +214,15 @@ def regen(listed, actual):
     return out
 
 
+def differs(what, listed, actual, diff):
+    """Report a listing that no longer matches; with --diff, show how."""
+    print(what)
+    if diff:
+        sys.stdout.writelines(difflib.unified_diff(
+            [x + "\n" for x in listed], [x + "\n" for x in actual],
+            "listing", "output", n=1))
+
+
 def main(argv):
     regenerate = argv[:1] == ["--regen"]
     diff = argv[:1] == ["--diff"]
@@ -239,12 +248,9 @@ def main(argv):
                     bad += 1
                 elif align(["..."] + listed + ["..."], actual,
                            lambda a, b: shape(b).endswith(shape(a))) is None:
-                    print("%s:%d: the console no longer shows this excerpt: %s" % (f, at + 1, text))
+                    differs("%s:%d: the console no longer shows this excerpt: %s" % (f, at + 1, text),
+                            listed, actual, diff)
                     bad += 1
-                    if diff:
-                        sys.stdout.writelines(difflib.unified_diff(
-                            [x + "\n" for x in listed], [x + "\n" for x in actual],
-                            "listing", "output", n=1))
                 continue
             outs = run(cmds, env_script)
             indent = len(lines[first_line - 1]) - len(lines[first_line - 1].lstrip())
@@ -259,12 +265,9 @@ def main(argv):
                     continue
                 new = regen(listed, actual) if regenerate else None
                 if new is None:
-                    print("%s:%d: output differs from the listing: $ %s" % (f, at + 1, first))
+                    differs("%s:%d: output differs from the listing: $ %s" % (f, at + 1, first),
+                            listed, actual, diff)
                     bad += 1
-                    if diff:
-                        sys.stdout.writelines(difflib.unified_diff(
-                            [x + "\n" for x in listed], [x + "\n" for x in actual],
-                            "listing", "output", n=1))
                 else:
                     edits.append((at + 1 + text.count("\n"), len(listed),
                                   [" " * indent + x if x else x for x in new]))
