@@ -15,7 +15,8 @@ learner_packages() {
 	for arch in "$@"; do
 		arch_get "$arch" qemu_package
 	done
-	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" "lld$KCFI_LAB_LLVM" make python3
+	# libdw1: the lab's kcfi tool reads DWARF with it.
+	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" "lld$KCFI_LAB_LLVM" make python3 libdw1
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is

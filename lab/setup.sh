@@ -31,6 +31,7 @@ LAB_PACKAGES+=(
 	"bison:bison"
 	"flex:flex"
 	"libelf-dev:"
+	"libdw-dev:"
 	"libssl-dev:"
 	"cpio:cpio"
 	"xz-utils:xz"

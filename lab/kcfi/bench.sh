@@ -22,6 +22,14 @@ now() { date +%s.%N; }
 t0=$(now)
 "$kcfi" scan "$image" >/dev/null
 t1=$(now)
+# With types from DWARF, when the image has it.
+types=""
+if "$kcfi" scan "$image" --types >/dev/null 2>&1; then
+	t3=$(now)
+	"$kcfi" scan "$image" --types >/dev/null
+	types=$(awk -v a="$t3" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+fi
+t1b=$(now)
 # __cfi_ labels (x86_64 preambles), mov $-id,%r10d/%r11d (x86_64 checks),
 # KCFI brk immediates 0x8000-0x83ff (arm64 checks).
 # shellcheck disable=SC2016 # a regex, not an expansion
@@ -29,11 +37,15 @@ matches=$("$objdump" -d "$image" |
 	grep -c -E '<__cfi_[^>]*>:$|movl	\$0x[0-9a-f]+, %r1[01]d|brk	#0x8[0-3][0-9a-f][0-9a-f]$' || true)
 t2=$(now)
 
-awk -v a="$t0" -v b="$t1" -v c="$t2" -v m="$matches" -v img="$image" \
-	-v size="$(wc -c <"$image")" 'BEGIN {
-	k = b - a; o = c - b
+awk -v a="$t0" -v b="$t1" -v b2="$t1b" -v c="$t2" -v m="$matches" -v img="$image" \
+	-v ty="$types" -v size="$(wc -c <"$image")" 'BEGIN {
+	k = b - a; o = c - b2
 	printf "image:                     %s (%.1f MB)\n", img, size / 1e6
 	printf "kcfi scan:                 %.3f s\n", k
+	if (ty != "")
+		printf "kcfi scan --types:         %s s\n", ty
 	printf "llvm-objdump -d | grep -c: %.3f s (%d matching lines)\n", o, m
 	printf "ratio:                     %.1fx\n", (k > 0 ? o / k : 0)
+	if (ty != "")
+		printf "ratio with --types:        %.1fx\n", (ty > 0 ? o / ty : 0)
 }'

@@ -1,4 +1,5 @@
-/* libFuzzer target: the ELF reader, the scanner and both report formats. */
+/* libFuzzer target: the ELF reader, the scanner, types from DWARF (libdw
+ * over our input) and both report formats. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (elf_parse(&ef, data, size, err, sizeof(err)) != 0)
 		return 0;
 	if (kcfi_scan_image(&ef, &s, err, sizeof(err)) == 0) {
+		kcfi_scan_types(&s, "fuzz", err, sizeof(err));
 		for (size_t i = 0; i < s.nsites; i++) {
 			size_t n;
 

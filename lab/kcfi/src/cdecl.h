@@ -27,6 +27,8 @@ struct ctype {
 	unsigned quals;            /* CQ_* */
 	const char *code;          /* CT_BUILTIN, CT_COMPLEX: Itanium code */
 	const char *name;          /* CT_TAG: tag name (not NUL-terminated) */
+	const char *tag;           /* CT_TAG: "struct", "union", "enum", or NULL
+				    * (a typedef name): for printing only */
 	size_t name_len;
 	const struct ctype *inner; /* pointee, element or return type */
 	int has_size;              /* CT_ARRAY */

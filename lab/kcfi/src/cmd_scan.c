@@ -9,16 +9,20 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: kcfi scan IMAGE [--json]\n"
+	"usage: kcfi scan IMAGE [--json] [--types]\n"
 	"  List the KCFI preambles (function -> type id), check sites (trap\n"
 	"  address, expected id, target register, .kcfi_traps entry) and\n"
 	"  __kcfi_typeid_ symbols of an ELF64 x86_64/aarch64 object, module or\n"
-	"  vmlinux, with a summary.  --json prints the same for scripts.\n";
+	"  vmlinux, with a summary.  --json prints the same for scripts.\n"
+	"  --types reads each function's prototype from the image's DWARF,\n"
+	"  names each type id by it, and verifies every preamble's id against\n"
+	"  the hash of its prototype (a linked image with debug info).\n";
 
 int cmd_scan(int argc, char **argv)
 {
 	const char *path = NULL;
-	int json = 0;
+	int json = 0, types = 0;
+	char err[512];
 	struct elf_file ef;
 	struct kcfi_scan s;
 
@@ -29,6 +33,8 @@ int cmd_scan(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0)
 			json = 1;
+		else if (strcmp(argv[i], "--types") == 0)
+			types = 1;
 		else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return kcfi_usage_err("scan", usage, "unknown option '%s'", argv[i]);
 		else if (path)
@@ -40,6 +46,12 @@ int cmd_scan(int argc, char **argv)
 		return kcfi_usage_err("scan", usage, "missing IMAGE");
 	if (kcfi_scan_file("scan", path, &ef, &s))
 		return EXIT_INPUT;
+	if (types && kcfi_scan_types(&s, path, err, sizeof(err)) != 0) {
+		kcfi_err("scan", "%s", err);
+		kcfi_scan_free(&s);
+		elf_close(&ef);
+		return EXIT_INPUT;
+	}
 	if (json)
 		kcfi_print_json(stdout, &s, path);
 	else

@@ -17,12 +17,14 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: kcfi site IMAGE ADDRESS|SYMBOL+OFFSET|SECTION+OFFSET|SYMBOL [--json]\n"
+	"usage: kcfi site IMAGE ADDRESS|SYMBOL+OFFSET|SECTION+OFFSET|SYMBOL [--json] [--types]\n"
 	"  Show the KCFI check site at ADDRESS (hex; in a .o/.ko an offset in\n"
 	"  its code section) or SYMBOL+OFFSET (\"/size\" suffix allowed), its\n"
 	"  expected type id and the functions with that id.  SYMBOL alone lists\n"
 	"  every check site inside that function.  --json prints the same, and\n"
-	"  where the check starts and how long it is, for scripts.\n";
+	"  where the check starts and how long it is, for scripts.  --types\n"
+	"  names the expected type and each function by its prototype, read\n"
+	"  from the image's DWARF (as kcfi scan --types).\n";
 
 static int site_covers(const struct kcfi_site *st, uint32_t sec, uint64_t off)
 {
@@ -32,6 +34,16 @@ static int site_covers(const struct kcfi_site *st, uint32_t sec, uint64_t off)
 static size_t printed; /* sites printed so far */
 static int json;      /* --json */
 
+/* With types: the prototype the check expects, as DWARF gives it to the
+ * functions of that id (NULL when none of them has one). */
+static const char *expected_proto(const struct kcfi_scan *s, const size_t *fns, size_t n)
+{
+	for (size_t i = 0; s->has_types && i < n; i++)
+		if (s->protos[fns[i]] && s->type_verdict[fns[i]] != KCFI_TYPE_DISAGREE)
+			return s->protos[fns[i]];
+	return NULL;
+}
+
 static void print_site_json(const struct kcfi_scan *s, const struct kcfi_site *st)
 {
 	size_t n;
@@ -39,6 +51,15 @@ static void print_site_json(const struct kcfi_scan *s, const struct kcfi_site *s
 
 	printf("%s\n    {", printed++ ? "," : "");
 	kcfi_json_site_fields(stdout, s, st);
+	if (s->has_types) {
+		const char *p = expected_proto(s, fns, n);
+
+		printf(", \"expected_prototype\": ");
+		if (p)
+			kcfi_json_string(stdout, p);
+		else
+			printf("null");
+	}
 	printf(", \"callees\": [");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s", i ? ", " : "");
@@ -66,6 +87,11 @@ static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 	if (st->func)
 		printf(" (%s+0x%" PRIx64 ")", st->func, st->func_off);
 	printf("\n  expected type id: 0x%08" PRIx32 "\n", st->id);
+	if (s->has_types) {
+		const char *p = expected_proto(s, fns, n);
+
+		printf("  expected type:    %s\n", p ? p : "unknown: no function of this id here");
+	}
 	printf("  target register:  %s (the callee's id is read from %s%+" PRId32 ")\n",
 	       kcfi_reg_name(s, st->target_reg), kcfi_reg_name(s, st->target_reg),
 	       st->disp);
@@ -83,7 +109,10 @@ static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 		const struct kcfi_func *fn = &s->funcs[fns[i]];
 
 		kcfi_format_loc(s, fn->sec, fn->off, loc, sizeof(loc));
-		printf("    %s  %s\n", loc, fn->name);
+		printf("    %s  %s", loc, fn->name);
+		if (s->has_types && s->protos[fns[i]])
+			printf("  %s", s->protos[fns[i]]);
+		putchar('\n');
 	}
 	for (size_t i = 0; i < s->ntypeids; i++)
 		if (s->typeids[i].defined && s->typeids[i].id == st->id)
@@ -210,7 +239,8 @@ static int lookup(const struct kcfi_scan *s, const char *where)
 int cmd_site(int argc, char **argv)
 {
 	const char *operands[2];
-	int noperands = 0, rc;
+	int noperands = 0, rc, types = 0;
+	char err[512];
 	struct elf_file ef;
 	struct kcfi_scan s;
 
@@ -223,6 +253,10 @@ int cmd_site(int argc, char **argv)
 			json = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--types") == 0) {
+			types = 1;
+			continue;
+		}
 		if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return kcfi_usage_err("site", usage, "unknown option '%s'", argv[i]);
 		if (noperands == 2)
@@ -233,6 +267,12 @@ int cmd_site(int argc, char **argv)
 		return kcfi_usage_err("site", usage, "need IMAGE and a location");
 	if (kcfi_scan_file("site", operands[0], &ef, &s))
 		return EXIT_INPUT;
+	if (types && kcfi_scan_types(&s, operands[0], err, sizeof(err)) != 0) {
+		kcfi_err("site", "%s", err);
+		kcfi_scan_free(&s);
+		elf_close(&ef);
+		return EXIT_INPUT;
+	}
 	if (json) {
 		printf("{\n  \"file\": ");
 		kcfi_json_string(stdout, operands[0]);

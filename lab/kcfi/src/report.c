@@ -161,6 +161,49 @@ static void text_id(FILE *f, const struct kcfi_func *fn)
 		fprintf(f, "%-10s", "?");
 }
 
+/* The prototype most of a class's functions have, per DWARF. */
+static const char *class_proto(const struct kcfi_scan *s, const struct tclass *c)
+{
+	for (size_t k = 0; k < c->count; k++) {
+		size_t i = s->by_id[c->first + k];
+
+		if (s->protos[i] && s->type_verdict[i] != KCFI_TYPE_DISAGREE)
+			return s->protos[i];
+	}
+	return NULL;
+}
+
+/* Index of function FN in s->funcs. */
+static size_t func_index(const struct kcfi_scan *s, const struct kcfi_func *fn)
+{
+	return (size_t)(fn - s->funcs);
+}
+
+static void print_types_text(FILE *f, const struct kcfi_scan *s)
+{
+	size_t ok = s->type_counts[KCFI_TYPE_OK] + s->type_counts[KCFI_TYPE_MASKED];
+	static const int listed[] = { KCFI_TYPE_DISAGREE, KCFI_TYPE_UNEXPRESSIBLE,
+				      KCFI_TYPE_NO_DWARF };
+
+	fprintf(f, "  types from DWARF:            verified %zu of %zu "
+		"(hash of the prototype == the preamble's id", ok, s->nfuncs);
+	if (s->type_counts[KCFI_TYPE_MASKED])
+		fprintf(f, "; %zu of them ENDBR-masked", s->type_counts[KCFI_TYPE_MASKED]);
+	fprintf(f, ")\n");
+	for (size_t v = 0; v < 3; v++) {
+		size_t n = s->type_counts[listed[v]], shown = 0;
+
+		fprintf(f, "    %s: %zu", kcfi_type_verdict_name(listed[v]), n);
+		for (size_t i = 0; i < s->nfuncs && shown < 12; i++) {
+			if (s->type_verdict[i] != listed[v])
+				continue;
+			fprintf(f, "%s%s", shown ? ", " : " (", s->funcs[i].name);
+			shown++;
+		}
+		fprintf(f, "%s\n", !n ? "" : n > shown ? ", ...)" : ")");
+	}
+}
+
 void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 {
 	const struct elf_file *ef = s->elf;
@@ -192,6 +235,11 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 				fn->id_known ? "" : ", undefined here");
 		if (fn->id_off != s->preamble_disp)
 			fprintf(f, "  (id at entry-%" PRIu32 ")", fn->id_off);
+		if (s->has_types)
+			fprintf(f, "  %s", s->protos[i] ? s->protos[i] :
+				kcfi_type_verdict_name(s->type_verdict[i]));
+		if (s->has_types && s->type_verdict[i] == KCFI_TYPE_DISAGREE)
+			fprintf(f, "  (DISAGREES with the id)");
 		fputc('\n', f);
 	}
 
@@ -252,11 +300,18 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		fprintf(f, "  address-taken without preamble: not checked (needs "
 			"relocations: a .o or .ko)\n");
 	}
+	if (s->has_types)
+		print_types_text(f, s);
 	if (nclasses) {
 		fprintf(f, "  functions per type id (largest first%s):\n",
 			nclasses > TEXT_CLASSES ? ", top 20; --json lists all" : "");
 		for (size_t i = 0; i < nclasses && i < TEXT_CLASSES; i++) {
 			fprintf(f, "    %5zu  0x%08" PRIx32 " ", cls[i].count, cls[i].id);
+			if (s->has_types) {
+				const char *p = class_proto(s, &cls[i]);
+
+				fprintf(f, " %s:", p ? p : "?");
+			}
 			for (size_t k = 0; k < cls[i].count && k < TEXT_NAMES; k++)
 				fprintf(f, " %s", s->funcs[s->by_id[cls[i].first + k]].name);
 			if (cls[i].count > TEXT_NAMES)
@@ -291,6 +346,17 @@ void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 	if (fn->id_sym) {
 		fprintf(f, ", \"id_symbol\": ");
 		kcfi_json_string(f, fn->id_sym);
+	}
+	if (s->has_types) {
+		size_t i = func_index(s, fn);
+
+		fprintf(f, ", \"prototype\": ");
+		if (s->protos[i])
+			kcfi_json_string(f, s->protos[i]);
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"type_check\": ");
+		kcfi_json_string(f, kcfi_type_verdict_name(s->type_verdict[i]));
 	}
 }
 
@@ -396,10 +462,29 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 			s->traps_unresolved);
 	else
 		fprintf(f, "    \"kcfi_traps\": null,\n");
+	if (s->has_types)
+		fprintf(f, "    \"types\": {\"functions\": %zu, \"verified\": %zu, "
+			"\"endbr_masked\": %zu, \"disagree\": %zu, \"not_in_dwarf\": %zu, "
+			"\"not_expressible\": %zu},\n", s->nfuncs,
+			s->type_counts[KCFI_TYPE_OK] + s->type_counts[KCFI_TYPE_MASKED],
+			s->type_counts[KCFI_TYPE_MASKED], s->type_counts[KCFI_TYPE_DISAGREE],
+			s->type_counts[KCFI_TYPE_NO_DWARF],
+			s->type_counts[KCFI_TYPE_UNEXPRESSIBLE]);
 	fprintf(f, "    \"classes\": [");
 	for (size_t i = 0; i < nclasses; i++) {
-		fprintf(f, "%s\n      {\"type_id\": \"0x%08" PRIx32 "\", \"count\": %zu, "
-			"\"functions\": [", i ? "," : "", cls[i].id, cls[i].count);
+		fprintf(f, "%s\n      {\"type_id\": \"0x%08" PRIx32 "\", \"count\": %zu, ",
+			i ? "," : "", cls[i].id, cls[i].count);
+		if (s->has_types) {
+			const char *p = class_proto(s, &cls[i]);
+
+			fprintf(f, "\"prototype\": ");
+			if (p)
+				kcfi_json_string(f, p);
+			else
+				fprintf(f, "null");
+			fprintf(f, ", ");
+		}
+		fprintf(f, "\"functions\": [");
 		for (size_t k = 0; k < cls[i].count; k++) {
 			if (k)
 				fprintf(f, ", ");

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf.h"
 #include "index.h"
 #include "scan_internal.h"
 #include "util.h"
@@ -231,5 +232,8 @@ void kcfi_scan_free(struct kcfi_scan *s)
 	free(s->typeids);
 	free(s->untyped);
 	free(s->fsyms);
+	free(s->protos);
+	free(s->type_verdict);
+	dwarf_funcs_close(s->dwarf);
 	memset(s, 0, sizeof(*s));
 }

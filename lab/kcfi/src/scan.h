@@ -70,6 +70,17 @@ struct kcfi_fsym {
 	int global;
 };
 
+enum kcfi_type_verdict {
+	KCFI_TYPE_OK,            /* hash(prototype) == preamble id */
+	KCFI_TYPE_MASKED,        /* x86_64: hash + 1, where the hash or its
+				  * negation would spell ENDBR64/ENDBR32 */
+	KCFI_TYPE_DISAGREE,      /* hash(prototype) != preamble id */
+	KCFI_TYPE_NO_DWARF,      /* DWARF has no function there (assembly) */
+	KCFI_TYPE_UNEXPRESSIBLE, /* DWARF has it, its type cannot be mangled */
+};
+
+struct dwarf_funcs;
+
 struct kcfi_scan {
 	const struct elf_file *elf;
 	enum kcfi_arch arch;
@@ -95,6 +106,14 @@ struct kcfi_scan {
 	int has_mapping_symbols;    /* arm64 $x/$d */
 	uint32_t preamble_disp;     /* most common id_off (4 + padding) */
 
+	/* Types from DWARF, after kcfi_scan_types(): per function, its C
+	 * prototype (or NULL) and how its id compares with the hash of it. */
+	int has_types;
+	const char **protos;
+	signed char *type_verdict;  /* enum kcfi_type_verdict */
+	size_t type_counts[5];
+	struct dwarf_funcs *dwarf;
+
 	struct kcfi_fsym *fsyms;    /* function symbols sorted by location */
 	size_t nfsyms;
 };
@@ -103,6 +122,14 @@ struct kcfi_scan {
 int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		    char *err, size_t errsize);
 void kcfi_scan_free(struct kcfi_scan *s);
+
+/*
+ * Name every function's type by its prototype from the DWARF of the linked
+ * image at PATH and compare the hash of it with the preamble's id.  Returns
+ * 0, or -1 with a one-line reason in ERR (no DWARF, a relocatable file).
+ */
+int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t errsize);
+const char *kcfi_type_verdict_name(int verdict);
 
 /* Open PATH and scan it; 0, or EXIT_INPUT after a "kcfi: CMD: PATH: ..."
  * error (nothing left open). */

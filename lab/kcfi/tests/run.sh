@@ -86,7 +86,7 @@ for part in "$BUILD"/batch[0-9][0-9]; do
 		END { print "void *kcfi_fn_table_" first "[] = {\n" names "};" }' \
 		"$part" >"$part.c"
 	for target in x86_64 aarch64; do
-		if ! "$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -w \
+		if ! "$CLANG" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -w \
 			-include "$HERE/prelude.h" -c "$part.c" -o "$part.$target.o" \
 			2>"$part.$target.err"; then
 			compile_ok=0
@@ -152,15 +152,44 @@ build_obj x86-O1-fs x86_64 -O1 -ffunction-sections
 build_obj x86-pfe11 x86_64 -fpatchable-function-entry=11,11
 build_obj x86-pfe16 x86_64 -fpatchable-function-entry=16,16 -ffunction-sections
 build_obj a64-O2 aarch64
+build_obj x86-O2-g x86_64 -g
 build_obj a64-O1-fs aarch64 -O1 -ffunction-sections
 build_obj a64-pfe2 aarch64 -fpatchable-function-entry=2
 build_obj a64-pfe42 aarch64 -fpatchable-function-entry=4,2
 link() { "$LLD" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
 link "$objs/x86-O2.o" -o "$objs/x86-exec"
 link "$objs/a64-O1-fs.o" -o "$objs/a64-exec"
+link "$objs/x86-O2-g.o" -o "$objs/x86-g-exec"
 # Big linked images from the prototype batches plus the sample.
 link "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
 link "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
+# kcfi scan --types: the batches carry DWARF (-g), so every generated
+# prototype is read back from it and hashes to clang's id; the sample's
+# functions have none.
+if command -v python3 >/dev/null; then
+	for f in "$objs/x86-big-exec" "$objs/a64-big-exec"; do
+		if "$KCFI" scan "$f" --types --json >"$BUILD/types.json" 2>"$BUILD/types.err" &&
+			out=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+fns = [f for f in d["functions"] if f["name"].startswith("kcfi_fn_")]
+bad = [f["name"] + ": " + f["type_check"] + " " + str(f["prototype"]) for f in fns
+       if not f["type_check"].startswith("verified")]
+print(len(fns), d["summary"]["types"]["disagree"], *bad[:5])' "$BUILD/types.json") &&
+			[ "$out" = "$total 0" ]; then
+			pass "scan --types ${f##*/}: all $total generated prototypes read from DWARF hash to their preamble ids"
+		else
+			fail "scan --types ${f##*/}: $out $(head -c 300 "$BUILD/types.err")"
+		fi
+	done
+fi
+if ! "$KCFI" scan "$objs/x86-exec" --types >/dev/null 2>"$BUILD/types.err" &&
+	grep -q "no DWARF" "$BUILD/types.err" && [ "$(wc -l <"$BUILD/types.err")" = 1 ]; then
+	pass "scan --types on an image without DWARF: a one-line error"
+else
+	fail "scan --types without DWARF: $(cat "$BUILD/types.err")"
+fi
+
 # arm64 without mapping symbols: kcfi falls back to known ids.
 # shellcheck disable=SC2016 # literal $d/$x symbol names
 "$OBJCOPY" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
@@ -477,14 +506,17 @@ done
 
 # Corrupted copies of real objects: exit 0 or 1 with a one-line error, and
 # no sanitizer report when the scanner runs over them in-process.
-for src in x86-O2.o a64-O2.o x86-exec; do
+for src in x86-O2.o a64-O2.o x86-exec x86-g-exec; do
 	mkdir -p "$bad/mut-$src"
 	"$TOOLS/mutate" elf "$objs/$src" "$bad/mut-$src" "$MUTANTS" 99
 	crashes=0
 	errors=0
+	# With DWARF, its corrupted copies go through libdw too.
+	types=()
+	[ "$src" != x86-g-exec ] || types=(--types)
 	for m in "$bad/mut-$src"/*; do
 		rc=0
-		"$KCFI" scan "$m" >/dev/null 2>"$BUILD/err" || rc=$?
+		"$KCFI" scan "$m" "${types[@]}" >/dev/null 2>"$BUILD/err" || rc=$?
 		if [ "$rc" -gt 1 ] || { [ "$rc" = 1 ] && [ "$(wc -l <"$BUILD/err")" -ne 1 ]; }; then
 			crashes=$((crashes + 1))
 			echo "    $m: exit $rc: $(head -n 3 "$BUILD/err")"

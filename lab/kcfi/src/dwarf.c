@@ -1,0 +1,668 @@
+#include "dwarf.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Type chains deeper than this are taken for malformed input. */
+#define MAX_DEPTH 64
+
+struct dfunc {
+	uint64_t addr;
+	const struct ctype *type; /* NULL when why says why */
+	char *proto;
+	const char *why;
+};
+
+struct dwarf_funcs {
+	struct dfunc *f;
+	size_t n, cap;
+	void **mem;               /* every node, for dwarf_funcs_close() */
+	size_t nmem, capmem;
+	int oom;
+	Dwarf *dw;                /* names point into it: open until close */
+	Elf *elf;
+};
+
+static void *track(struct dwarf_funcs *d, size_t size)
+{
+	void *p;
+
+	if (d->nmem == d->capmem) {
+		size_t cap = d->capmem ? 2 * d->capmem : 1024;
+		void **m = realloc(d->mem, cap * sizeof(*m));
+
+		if (!m) {
+			d->oom = 1;
+			return NULL;
+		}
+		d->mem = m;
+		d->capmem = cap;
+	}
+	p = calloc(1, size);
+	if (!p) {
+		d->oom = 1;
+		return NULL;
+	}
+	d->mem[d->nmem++] = p;
+	return p;
+}
+
+static struct ctype *node(struct dwarf_funcs *d, enum ctype_kind kind)
+{
+	struct ctype *t = track(d, sizeof(*t));
+
+	if (t)
+		t->kind = kind;
+	return t;
+}
+
+/* clang's and gcc's DW_AT_name of the C base types, and Itanium codes. */
+static const struct {
+	const char *name, *code;
+} base_types[] = {
+	{ "void", "v" },
+	{ "_Bool", "b" },
+	{ "bool", "b" },
+	{ "char", "c" },
+	{ "signed char", "a" },
+	{ "unsigned char", "h" },
+	{ "short", "s" },
+	{ "short int", "s" },
+	{ "unsigned short", "t" },
+	{ "short unsigned int", "t" },
+	{ "int", "i" },
+	{ "unsigned int", "j" },
+	{ "long", "l" },
+	{ "long int", "l" },
+	{ "unsigned long", "m" },
+	{ "long unsigned int", "m" },
+	{ "long long", "x" },
+	{ "long long int", "x" },
+	{ "unsigned long long", "y" },
+	{ "long long unsigned int", "y" },
+	{ "__int128", "n" },
+	{ "unsigned __int128", "o" },
+	{ "__int128 unsigned", "o" },
+	{ "float", "f" },
+	{ "double", "d" },
+	{ "long double", "e" },
+	{ "_Float16", "DF16_" },
+	/* AArch64's va_list: struct __va_list, which the ABI puts in namespace
+	 * std (clang mangles St9__va_list). */
+	{ "__builtin_va_list", "St9__va_list" },
+};
+
+static const char *base_code(const char *name)
+{
+	for (size_t i = 0; i < sizeof(base_types) / sizeof(base_types[0]); i++)
+		if (strcmp(base_types[i].name, name) == 0)
+			return base_types[i].code;
+	return NULL;
+}
+
+static const char *base_name(const char *code)
+{
+	for (size_t i = 0; i < sizeof(base_types) / sizeof(base_types[0]); i++)
+		if (strcmp(base_types[i].code, code) == 0)
+			return base_types[i].name;
+	return code;
+}
+
+static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
+			  const char **why);
+
+static struct ctype *void_type(struct dwarf_funcs *d)
+{
+	struct ctype *t = node(d, CT_BUILTIN);
+
+	if (t)
+		t->code = "v";
+	return t;
+}
+
+/* The DIE that DIE's DW_AT_type refers to: 1, or 0 when it has none
+ * (void), or -1 when the reference leads nowhere. */
+static int type_of(Dwarf_Die *die, Dwarf_Die *type)
+{
+	Dwarf_Attribute attr;
+
+	if (!dwarf_attr_integrate(die, DW_AT_type, &attr))
+		return 0;
+	return dwarf_formref_die(&attr, type) ? 1 : -1;
+}
+
+/* The type DIE refers to with DW_AT_type; void when it has none. */
+static struct ctype *conv_ref(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
+			      const char **why)
+{
+	Dwarf_Die type;
+
+	switch (type_of(die, &type)) {
+	case 0:
+		return void_type(d);
+	case 1:
+		return conv(d, &type, depth + 1, why);
+	default:
+		*why = "a DW_AT_type that refers nowhere";
+		return NULL;
+	}
+}
+
+static const char *tag_keyword(int tag)
+{
+	switch (tag) {
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+		return "struct";
+	case DW_TAG_union_type:
+		return "union";
+	default:
+		return "enum";
+	}
+}
+
+static int is_tag_type(int tag)
+{
+	return tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+	       tag == DW_TAG_class_type || tag == DW_TAG_enumeration_type;
+}
+
+/* A parameter's type as part of a function type: arrays and functions
+ * decay to pointers, top-level qualifiers go. */
+static struct ctype *adjust_param(struct dwarf_funcs *d, struct ctype *t)
+{
+	if (t->kind == CT_ARRAY || t->kind == CT_FUNCTION) {
+		struct ctype *p = node(d, CT_POINTER);
+
+		if (!p)
+			return NULL;
+		p->inner = t->kind == CT_ARRAY ? t->inner : t;
+		t = p;
+	}
+	t->quals = 0;
+	return t;
+}
+
+/*
+ * The function type of a DW_TAG_subprogram or DW_TAG_subroutine_type.
+ * PARAMS is the DIE whose children are the parameters (the abstract
+ * origin of an out-of-line instance).
+ */
+static struct ctype *conv_function(struct dwarf_funcs *d, Dwarf_Die *die,
+				   Dwarf_Die *params, int depth, const char **why)
+{
+	struct ctype *f = node(d, CT_FUNCTION);
+	struct cparam **tail;
+	Dwarf_Attribute attr;
+	Dwarf_Die child;
+	bool proto = false;
+
+	if (!f)
+		return NULL;
+	f->inner = conv_ref(d, die, depth, why);
+	if (!f->inner)
+		return NULL;
+	if (dwarf_attr_integrate(die, DW_AT_prototyped, &attr))
+		dwarf_formflag(&attr, &proto);
+	f->noproto = !proto;
+	tail = (struct cparam **)&f->params;
+	if (dwarf_child(params, &child) != 0)
+		return f;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_unspecified_parameters) {
+			/* "int (*)()" has them too, but no prototype. */
+			f->variadic = proto;
+		} else if (tag == DW_TAG_formal_parameter) {
+			struct cparam *p = track(d, sizeof(*p));
+			struct ctype *t = conv_ref(d, &child, depth, why);
+
+			if (!p || !t || !(t = adjust_param(d, t)))
+				return NULL;
+			p->type = t;
+			*tail = p;
+			tail = (struct cparam **)&p->next;
+			f->nparams++;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return f;
+}
+
+static struct ctype *conv_array(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
+				const char **why)
+{
+	struct ctype *elem = conv_ref(d, die, depth, why), *outer = NULL;
+	struct ctype **hole = &outer;
+	Dwarf_Die sub;
+
+	if (!elem)
+		return NULL;
+	if (dwarf_child(die, &sub) == 0) {
+		do {
+			Dwarf_Attribute attr;
+			Dwarf_Word v;
+			struct ctype *a;
+
+			if (dwarf_tag(&sub) != DW_TAG_subrange_type)
+				continue;
+			a = node(d, CT_ARRAY);
+			if (!a)
+				return NULL;
+			if (dwarf_attr(&sub, DW_AT_count, &attr) && dwarf_formudata(&attr, &v) == 0) {
+				a->has_size = 1;
+				a->size = v;
+			} else if (dwarf_attr(&sub, DW_AT_upper_bound, &attr) &&
+				   dwarf_formudata(&attr, &v) == 0) {
+				a->has_size = 1;
+				a->size = v + 1;
+			}
+			*hole = a;
+			hole = (struct ctype **)&a->inner;
+		} while (dwarf_siblingof(&sub, &sub) == 0);
+	}
+	if (!outer) {
+		outer = node(d, CT_ARRAY);
+		if (!outer)
+			return NULL;
+		hole = (struct ctype **)&outer->inner;
+	}
+	*hole = elem;
+	return outer;
+}
+
+static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
+			  const char **why)
+{
+	struct ctype *t;
+	const char *name;
+	int tag = dwarf_tag(die);
+
+	if (depth > MAX_DEPTH) {
+		*why = "a type chain too deep";
+		return NULL;
+	}
+	switch (tag) {
+	case DW_TAG_base_type:
+	case DW_TAG_unspecified_type: {
+		Dwarf_Attribute attr;
+		Dwarf_Word enc = 0;
+
+		/* clang names every complex type "complex": its size tells. */
+		if (dwarf_attr(die, DW_AT_encoding, &attr) && dwarf_formudata(&attr, &enc) == 0 &&
+		    enc == DW_ATE_complex_float) {
+			int size = dwarf_bytesize(die);
+
+			t = node(d, CT_COMPLEX);
+			if (t)
+				t->code = size == 8 ? "f" : size == 16 ? "d" : "e";
+			return t;
+		}
+		name = dwarf_diename(die);
+		t = node(d, CT_BUILTIN);
+		if (!t)
+			return NULL;
+		t->code = name ? base_code(name) : NULL;
+		if (!t->code) {
+			*why = "a base type the mangler does not know";
+			return NULL;
+		}
+		return t;
+	}
+	case DW_TAG_const_type:
+	case DW_TAG_volatile_type:
+	case DW_TAG_restrict_type:
+		t = conv_ref(d, die, depth, why);
+		if (t)
+			t->quals |= tag == DW_TAG_const_type ? CQ_CONST :
+				    tag == DW_TAG_volatile_type ? CQ_VOLATILE : CQ_RESTRICT;
+		return t;
+	case DW_TAG_pointer_type:
+		t = node(d, CT_POINTER);
+		if (!t || !(t->inner = conv_ref(d, die, depth, why)))
+			return NULL;
+		return t;
+	case DW_TAG_typedef: {
+		Dwarf_Die under;
+
+		/* An anonymous struct, union or enum is named by its typedef. */
+		if (type_of(die, &under) == 1 && is_tag_type(dwarf_tag(&under)) &&
+		    !dwarf_diename(&under)) {
+			t = node(d, CT_TAG);
+			if (!t || !(name = dwarf_diename(die)))
+				return NULL;
+			t->name = name;
+			t->name_len = strlen(name);
+			return t;
+		}
+		return conv_ref(d, die, depth, why);
+	}
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_class_type:
+	case DW_TAG_enumeration_type:
+		name = dwarf_diename(die);
+		if (!name) {
+			*why = "an anonymous struct, union or enum without a typedef";
+			return NULL;
+		}
+		if (tag == DW_TAG_structure_type && strcmp(name, "__va_list") == 0) {
+			t = node(d, CT_BUILTIN);
+			if (t)
+				t->code = "St9__va_list";
+			return t;
+		}
+		t = node(d, CT_TAG);
+		if (!t)
+			return NULL;
+		t->name = name;
+		t->name_len = strlen(name);
+		t->tag = tag_keyword(tag);
+		return t;
+	case DW_TAG_array_type:
+		return conv_array(d, die, depth, why);
+	case DW_TAG_subroutine_type:
+		return conv_function(d, die, die, depth, why);
+	default:
+		*why = "a type the mangler does not know (e.g. _Atomic)";
+		return NULL;
+	}
+}
+
+static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
+{
+	Dwarf_Addr addr;
+	Dwarf_Die origin = *die, params;
+	Dwarf_Attribute attr;
+	const char *why = NULL;
+	const struct ctype *t;
+
+	if (dwarf_lowpc(die, &addr) != 0)
+		return 0;
+	/* An out-of-line instance of an inlined function: its type is on
+	 * the abstract origin. */
+	while (dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
+	       dwarf_formref_die(&attr, &origin))
+		;
+	params = origin;
+	if (dwarf_child(&params, &(Dwarf_Die){ 0 }) != 0 &&
+	    dwarf_attr(&origin, DW_AT_specification, &attr))
+		dwarf_formref_die(&attr, &params);
+	t = conv_function(d, &origin, &params, 0, &why);
+	if (d->oom)
+		return -1;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 4096;
+		struct dfunc *f = realloc(d->f, cap * sizeof(*f));
+
+		if (!f)
+			return -1;
+		d->f = f;
+		d->cap = cap;
+	}
+	d->f[d->n] = (struct dfunc){ addr, t, t ? ctype_to_c(t, "") : NULL,
+				     t ? NULL : (why ? why : "no type") };
+	if (t && !d->f[d->n].proto)
+		return -1;
+	d->n++;
+	return 0;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct dfunc *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *path,
+				     char *err, size_t errsize)
+{
+	struct dwarf_funcs *d;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dw;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
+		return NULL;
+	}
+	/* libelf reads the image in place; it does not write to it. */
+	elf = elf_memory((char *)(uintptr_t)data, size);
+	if (!elf) {
+		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
+		return NULL;
+	}
+	dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	if (!dw) {
+		snprintf(err, errsize, "%s: no DWARF to read types from (%s)", path,
+			 dwarf_errmsg(-1));
+		elf_end(elf);
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		dwarf_end(dw);
+		elf_end(elf);
+		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
+		return NULL;
+	}
+	d->dw = dw;
+	d->elf = elf;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, child;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &child) == 0) {
+			do {
+				if (dwarf_tag(&child) == DW_TAG_subprogram &&
+				    add_func(d, &child) != 0) {
+					snprintf(err, errsize, "%s: out of memory reading DWARF", path);
+					dwarf_funcs_close(d);
+					return NULL;
+				}
+			} while (dwarf_siblingof(&child, &child) == 0);
+		}
+		off = next;
+	}
+	if (d->n == 0) {
+		snprintf(err, errsize, "%s: its DWARF describes no function", path);
+		dwarf_funcs_close(d);
+		return NULL;
+	}
+	qsort(d->f, d->n, sizeof(*d->f), by_addr);
+	return d;
+}
+
+void dwarf_funcs_close(struct dwarf_funcs *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->f[i].proto);
+	for (size_t i = 0; i < d->nmem; i++)
+		free(d->mem[i]);
+	free(d->mem);
+	free(d->f);
+	if (d->dw)
+		dwarf_end(d->dw);
+	if (d->elf)
+		elf_end(d->elf);
+	free(d);
+}
+
+size_t dwarf_funcs_count(const struct dwarf_funcs *d)
+{
+	return d->n;
+}
+
+const struct ctype *dwarf_func_at(const struct dwarf_funcs *d, uint64_t addr,
+				  const char **proto, const char **why)
+{
+	size_t lo = 0, hi = d->n;
+
+	*why = NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->f[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == d->n || d->f[lo].addr != addr)
+		return NULL;
+	*proto = d->f[lo].proto;
+	*why = d->f[lo].why;
+	return d->f[lo].type;
+}
+
+/* ---- C spelling ---- */
+
+struct sb {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void sb_add(struct sb *b, const char *s)
+{
+	size_t len = strlen(s);
+
+	if (b->oom)
+		return;
+	if (b->n + len + 1 > b->cap) {
+		size_t cap = (b->n + len + 1) * 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, len + 1);
+	b->n += len;
+}
+
+static void add_quals(struct sb *b, unsigned q, int after)
+{
+	static const struct {
+		unsigned q;
+		const char *s;
+	} names[] = { { CQ_CONST, "const" }, { CQ_VOLATILE, "volatile" },
+		      { CQ_RESTRICT, "restrict" } };
+
+	for (size_t i = 0; i < 3; i++) {
+		if (!(q & names[i].q))
+			continue;
+		if (after)
+			sb_add(b, " ");
+		sb_add(b, names[i].s);
+		if (!after)
+			sb_add(b, " ");
+	}
+}
+
+static void emit(struct sb *out, const struct ctype *t, const char *decl, int depth)
+{
+	struct sb d = { 0 };
+	char num[32];
+
+	if (depth > MAX_DEPTH) {
+		out->oom = 1;
+		return;
+	}
+	switch (t->kind) {
+	case CT_POINTER: {
+		int wrap = t->inner->kind == CT_FUNCTION || t->inner->kind == CT_ARRAY;
+
+		if (wrap)
+			sb_add(&d, "(");
+		sb_add(&d, "*");
+		add_quals(&d, t->quals, 0);
+		sb_add(&d, decl);
+		if (wrap)
+			sb_add(&d, ")");
+		if (!d.oom)
+			emit(out, t->inner, d.p, depth + 1);
+		break;
+	}
+	case CT_ARRAY:
+		sb_add(&d, decl);
+		sb_add(&d, "[");
+		if (t->has_size) {
+			snprintf(num, sizeof(num), "%llu", t->size);
+			sb_add(&d, num);
+		}
+		sb_add(&d, "]");
+		if (!d.oom)
+			emit(out, t->inner, d.p, depth + 1);
+		break;
+	case CT_FUNCTION: {
+		const struct cparam *p;
+
+		sb_add(&d, decl);
+		sb_add(&d, "(");
+		for (p = t->params; p; p = p->next) {
+			struct sb param = { 0 };
+
+			emit(&param, p->type, "", depth + 1);
+			sb_add(&d, param.p ? param.p : "");
+			d.oom |= param.oom;
+			free(param.p);
+			if (p->next || t->variadic)
+				sb_add(&d, ", ");
+		}
+		if (t->variadic)
+			sb_add(&d, "...");
+		else if (!t->params && !t->noproto)
+			sb_add(&d, "void");
+		sb_add(&d, ")");
+		if (!d.oom)
+			emit(out, t->inner, d.p, depth + 1);
+		break;
+	}
+	default:
+		add_quals(out, t->quals, 0);
+		if (t->kind == CT_TAG) {
+			char name[256];
+
+			if (t->tag) {
+				sb_add(out, t->tag);
+				sb_add(out, " ");
+			}
+			snprintf(name, sizeof(name), "%.*s", (int)t->name_len, t->name);
+			sb_add(out, name);
+		} else if (t->kind == CT_COMPLEX) {
+			sb_add(out, "_Complex ");
+			sb_add(out, base_name(t->code));
+		} else {
+			sb_add(out, base_name(t->code));
+		}
+		if (decl[0]) {
+			sb_add(out, " ");
+			sb_add(out, decl);
+		}
+		break;
+	}
+	out->oom |= d.oom;
+	free(d.p);
+}
+
+char *ctype_to_c(const struct ctype *t, const char *name)
+{
+	struct sb out = { 0 };
+
+	emit(&out, t, name ? name : "", 0);
+	if (out.oom) {
+		free(out.p);
+		return NULL;
+	}
+	return out.p;
+}
