@@ -89,8 +89,11 @@ debs_fetch() {
 			die "downloading the packages failed (log: $log)"
 	fi
 	closure=$(debs_closure "${opts[@]}") || die "cannot read apt's list of packages to download (log: $log)"
-	# The same packages as last time: the repository is ready.
-	if [ -f "$DEBS_DIR/Packages" ] && [ "$(cat "$DEBS_DIR/closure" 2>/dev/null)" = "$closure" ]; then
+	# The same packages as last time, asked for by the same list: the
+	# repository is ready. (A new learner package may be in the closure
+	# already, as a dependency of another.)
+	if [ -f "$DEBS_DIR/Packages" ] && [ "$(cat "$DEBS_DIR/closure" 2>/dev/null)" = "$closure" ] &&
+		[ "$(cat "$DEBS_DIR/learner-packages" 2>/dev/null)" = "$(printf '%s\n' "${DEBS_PACKAGES[@]}")" ]; then
 		return 0
 	fi
 	rm -rf "$DEBS_DIR.tmp"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The lab's tool against the built images: every function with a KCFI
 # preamble is named by its prototype from the image's DWARF, and the hash
-# of that prototype is the preamble's id (kcfi scan --types).
+# of that prototype is the preamble's id (kcfi scan --types); the
+# prototype a learner sees in gdb, typedef names and all, hashes to the
+# same id with kcfi hash --image.
 
 types_verify() {
 	local arch=$1 functions verified disagree missing json=$TEST_TMP/types-$1.json name file
@@ -43,3 +45,66 @@ types_site() {
 
 test_x86_64_types_from_dwarf_verify_every_preamble() { types_verify x86_64; types_site x86_64; }
 test_arm64_types_from_dwarf_verify_every_preamble() { types_verify arm64; types_site arm64; }
+
+# gdb_prototypes ARCH OUT: "NAME<TAB>PROTOTYPE" as gdb prints the type of
+# every function with a preamble (kcfi scan --json), found by its entry
+# address; "-" where gdb has no function there (assembly).
+gdb_prototypes() {
+	local arch=$1 out=$2
+	kcfi_fact_tool scan "$(vmlinux_of "$arch")" --json | python3 -c '
+import json, sys
+for f in json.load(sys.stdin)["functions"]:
+    print(f["entry"]["address"], f["type_id"], f["name"])' >"$TEST_TMP/types-$arch-funcs.txt"
+	cat >"$TEST_TMP/types-protos.py" <<-PY
+		import gdb
+		with open("$TEST_TMP/types-$arch-funcs.txt") as f, open("$out", "w") as out:
+		    for line in f:
+		        addr, tid, name = line.split()
+		        b = gdb.block_for_pc(int(addr, 16))
+		        # The block of the function itself, not of one inlined at its entry.
+		        while b is not None and (b.function is None or b.function.name != name):
+		            b = b.superblock
+		        out.write("%s\t%s\t%s\n" % (name, tid, str(b.function.type) if b else "-"))
+	PY
+	timeout 300 "gdb-multiarch" -q -batch -nx -iex 'set auto-load python-scripts off' \
+		-ex "file $(vmlinux_of "$arch")" -x "$TEST_TMP/types-protos.py" </dev/null >"$TEST_TMP/types-gdb.log" 2>&1 ||
+		fail "gdb failed: $(tail -n 3 "$TEST_TMP/types-gdb.log")"
+}
+
+# Every prototype gdb prints is accepted by kcfi hash --image and hashes
+# to the function's preamble id: at least 99.9 % accepted, none disagrees.
+types_hash_image() {
+	local arch=$1 protos verdict
+	protos=$TEST_TMP/types-$arch-gdb.txt
+	gdb_prototypes "$arch" "$protos"
+	cut -f3 "$protos" | grep -vx -- - | sort -u >"$TEST_TMP/types-$arch-unique.txt" || true
+	kcfi_fact_tool hash --image "$(vmlinux_of "$arch")" - <"$TEST_TMP/types-$arch-unique.txt" \
+		>"$TEST_TMP/types-$arch-hashed.txt" 2>"$TEST_TMP/types-$arch-hash.err" || true
+	verdict=$(python3 -c '
+import sys
+ids = {}
+for line in open(sys.argv[2]):
+    tid, proto = line.rstrip("\n").split("  ", 1)
+    ids[proto] = tid
+n = accepted = 0
+bad = []
+for line in open(sys.argv[1]):
+    name, tid, proto = line.rstrip("\n").split("\t")
+    if proto == "-":
+        continue
+    n += 1
+    if proto in ids:
+        accepted += 1
+        if ids[proto] != tid:
+            bad.append("%s: %s hashes to %s, preamble %s" % (name, proto, ids[proto], tid))
+print(n, accepted, len(bad), *bad[:3], sep="; ")' "$protos" "$TEST_TMP/types-$arch-hashed.txt")
+	local n accepted disagree
+	IFS='; ' read -r n accepted disagree _ <<<"$verdict"
+	[ "${n:-0}" -gt 1000 ] || fail "$arch: gdb printed only ${n:-0} prototypes: $verdict"
+	assert_eq "$disagree" 0 "$arch: prototypes from gdb that hash to another id than the preamble's ($verdict)"
+	[ $((accepted * 1000)) -ge $((n * 999)) ] ||
+		fail "$arch: kcfi hash --image accepted $accepted of $n prototypes from gdb: $(head -n 3 "$TEST_TMP/types-$arch-hash.err")"
+}
+
+test_x86_64_gdb_prototypes_hash_to_their_preambles() { types_hash_image x86_64; }
+test_arm64_gdb_prototypes_hash_to_their_preambles() { types_hash_image arm64; }

@@ -53,6 +53,8 @@ struct parser {
 	jmp_buf fail;
 	char *err;
 	size_t errsize;
+	cdecl_typedef_fn resolve; /* typedef names beyond the table, or NULL */
+	void *ctx;
 };
 
 static void fail(struct parser *p, const char *fmt, ...)
@@ -368,11 +370,21 @@ static int is_reserved(const struct token *t)
 	       is_tag_word(t) || is_word(t, "_Atomic");
 }
 
-/* Can this token start declaration specifiers? */
-static int starts_specifiers(const struct token *t)
+/* A typedef name the caller's resolver knows (the image's DWARF). */
+static const struct ctype *resolved_typedef(const struct parser *p, const struct token *t)
 {
-	return t->kind == TK_IDENT &&
-	       (is_reserved(t) || find_typedef(t) >= 0);
+	return p->resolve && t->kind == TK_IDENT ? p->resolve(p->ctx, t->s, t->len) : NULL;
+}
+
+static int is_typedef_name(const struct parser *p, const struct token *t)
+{
+	return resolved_typedef(p, t) || find_typedef(t) >= 0;
+}
+
+/* Can this token start declaration specifiers? */
+static int starts_specifiers(const struct parser *p, const struct token *t)
+{
+	return t->kind == TK_IDENT && (is_reserved(t) || is_typedef_name(p, t));
 }
 
 /* Skip an ignored word and, if it takes them, its parenthesised arguments. */
@@ -522,6 +534,9 @@ static const struct ctype *specifiers(struct parser *p)
 			p->pos += 2;
 		} else if (is_word(t, "_Atomic")) {
 			fail(p, "_Atomic is not supported");
+		} else if (!named && !nspec && resolved_typedef(p, t)) {
+			named = resolved_typedef(p, t);
+			p->pos++;
 		} else if (!named && !nspec && (td = find_typedef(t)) >= 0) {
 			const char *code = typedefs[td].code;
 
@@ -637,7 +652,7 @@ static int nested_declarator_follows(const struct parser *p)
 	if (is_punct(t, '*') || is_punct(t, '(') || is_punct(t, '['))
 		return 1;
 	if (t->kind == TK_IDENT)
-		return !starts_specifiers(t);
+		return !starts_specifiers(p, t);
 	return 0;
 }
 
@@ -740,7 +755,7 @@ static const struct ctype *declarator(struct parser *p, const struct ctype *base
 		nested = p->pos + 1;
 		skip_group(p);
 	} else if (peek(p, 0)->kind == TK_IDENT) {
-		if (is_reserved(peek(p, 0)) || find_typedef(peek(p, 0)) >= 0)
+		if (is_reserved(peek(p, 0)) || is_typedef_name(p, peek(p, 0)))
 			unexpected(p, "a name");
 		if (*name)
 			fail(p, "two names in one declarator");
@@ -770,6 +785,12 @@ static const struct ctype *declarator(struct parser *p, const struct ctype *base
 
 struct cdecl *cdecl_parse(const char *text, char *err, size_t errsize)
 {
+	return cdecl_parse_with(text, NULL, NULL, err, errsize);
+}
+
+struct cdecl *cdecl_parse_with(const char *text, cdecl_typedef_fn resolve, void *ctx,
+			       char *err, size_t errsize)
+{
 	struct parser p;
 	struct cdecl *cd;
 	const struct ctype *base, *t;
@@ -792,6 +813,8 @@ struct cdecl *cdecl_parse(const char *text, char *err, size_t errsize)
 	p.cd = cd;
 	p.err = err;
 	p.errsize = errsize;
+	p.resolve = resolve;
+	p.ctx = ctx;
 	if (setjmp(p.fail)) {
 		free(cd);
 		return NULL;

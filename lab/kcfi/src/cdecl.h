@@ -51,6 +51,15 @@ struct cdecl;
  * cdecl_type(); on error returns NULL and writes a reason to ERR.
  */
 struct cdecl *cdecl_parse(const char *text, char *err, size_t errsize);
+
+/*
+ * The same, with typedef names beyond the built-in table: RESOLVE returns
+ * the canonical type NAME (LEN bytes, not NUL-terminated) stands for, or
+ * NULL; the type must outlive the parse result.
+ */
+typedef const struct ctype *(*cdecl_typedef_fn)(void *ctx, const char *name, size_t len);
+struct cdecl *cdecl_parse_with(const char *text, cdecl_typedef_fn resolve, void *ctx,
+			       char *err, size_t errsize);
 const struct ctype *cdecl_type(const struct cdecl *cd);
 /* 1 if TEXT named a pointer to function and its pointee was taken. */
 int cdecl_via_pointer(const struct cdecl *cd);

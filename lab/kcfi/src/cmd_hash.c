@@ -6,6 +6,8 @@
 
 #include "cdecl.h"
 #include "commands.h"
+#include "dwarf.h"
+#include "elf.h"
 #include "mangle.h"
 #include "typeid.h"
 #include "util.h"
@@ -14,14 +16,23 @@ static const char usage[] =
 	"usage: kcfi hash [-v] PROTOTYPE...\n"
 	"       kcfi hash [-v] -             (prototypes from stdin, one per line)\n"
 	"       kcfi hash --mangled NAME...  (NAME with or without _ZTS)\n"
+	"       kcfi hash --image IMAGE PROTOTYPE...\n"
 	"  Print the 32-bit KCFI type id clang-16 assigns to a C function type:\n"
 	"  low 32 bits of xxHash64(\"_ZTS\" + Itanium mangling).  -v also prints\n"
-	"  the mangled name.  Example: kcfi hash 'void (int *)'\n";
+	"  the mangled name.  Example: kcfi hash 'void (int *)'\n"
+	"  --image takes typedef names from IMAGE's DWARF (a vmlinux with debug\n"
+	"  info), as its source spells them: 'int (FSE_DTable *, U32)'.\n";
 
 struct options {
 	int verbose;
 	int mangled;
+	struct dwarf_funcs *dwarf; /* --image */
 };
+
+static const struct ctype *image_typedef(void *ctx, const char *name, size_t len)
+{
+	return dwarf_typedef(ctx, name, len);
+}
 
 /* TEXT for an error message: at most 120 characters, bytes escaped. */
 static const char *quoted(const char *text, char *buf, size_t size)
@@ -56,8 +67,21 @@ static int hash_one(const struct options *o, const char *text)
 		return 0;
 	}
 	{
-		char *name = mangle_prototype(text, err, sizeof(err));
+		char *name = NULL;
 
+		if (o->dwarf) {
+			struct cdecl *cd = cdecl_parse_with(text, image_typedef, o->dwarf,
+							    err, sizeof(err));
+
+			if (cd) {
+				name = mangle_type(cdecl_type(cd));
+				cdecl_free(cd);
+				if (!name)
+					snprintf(err, sizeof(err), "out of memory");
+			}
+		} else {
+			name = mangle_prototype(text, err, sizeof(err));
+		}
 		if (!name) {
 			char q[600];
 
@@ -108,10 +132,18 @@ int cmd_hash(int argc, char **argv)
 {
 	struct options o = { 0 };
 	int rc = 0, nops = 0, options_done = 0;
+	const char *image = NULL;
+	struct elf_file ef;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
+		if (!options_done && strcmp(a, "--image") == 0) {
+			if (i + 1 >= argc)
+				return kcfi_usage_err("hash", usage, "--image needs an IMAGE");
+			image = argv[++i];
+			continue;
+		}
 		if (options_done || a[0] != '-' || strcmp(a, "-") == 0)
 			nops++;
 		else if (strcmp(a, "--") == 0)
@@ -128,12 +160,30 @@ int cmd_hash(int argc, char **argv)
 	}
 	if (nops == 0)
 		return kcfi_usage_err("hash", usage, "missing PROTOTYPE");
+	if (image) {
+		char err[512];
+
+		if (elf_open(&ef, image, err, sizeof(err)) != 0) {
+			kcfi_err("hash", "%s", err);
+			return EXIT_INPUT;
+		}
+		o.dwarf = dwarf_funcs_open(ef.data, ef.size, image, err, sizeof(err));
+		if (!o.dwarf) {
+			kcfi_err("hash", "%s", err);
+			elf_close(&ef);
+			return EXIT_INPUT;
+		}
+	}
 	options_done = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
 		if (!options_done && strcmp(a, "--") == 0) {
 			options_done = 1;
+			continue;
+		}
+		if (!options_done && strcmp(a, "--image") == 0) {
+			i++;
 			continue;
 		}
 		if (!options_done && a[0] == '-' && strcmp(a, "-") != 0)
@@ -143,5 +193,9 @@ int cmd_hash(int argc, char **argv)
 	}
 	if (fflush(stdout) != 0)
 		rc = EXIT_INPUT;
+	if (o.dwarf) {
+		dwarf_funcs_close(o.dwarf);
+		elf_close(&ef);
+	}
 	return rc;
 }

@@ -17,9 +17,19 @@ struct dfunc {
 	const char *why;
 };
 
+/* A typedef at a compilation unit's top level, converted when asked for. */
+struct dtypedef {
+	const char *name;
+	Dwarf_Off off;
+	const struct ctype *type; /* once converted */
+	int tried;
+};
+
 struct dwarf_funcs {
 	struct dfunc *f;
 	size_t n, cap;
+	struct dtypedef *td;      /* sorted by name, one per name */
+	size_t ntd, captd;
 	void **mem;               /* every node, for dwarf_funcs_close() */
 	size_t nmem, capmem;
 	int oom;
@@ -412,6 +422,77 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 	return 0;
 }
 
+static int add_typedef(struct dwarf_funcs *d, Dwarf_Die *die)
+{
+	const char *name = dwarf_diename(die);
+
+	if (!name)
+		return 0;
+	if (d->ntd == d->captd) {
+		size_t cap = d->captd ? 2 * d->captd : 4096;
+		struct dtypedef *t = realloc(d->td, cap * sizeof(*t));
+
+		if (!t)
+			return -1;
+		d->td = t;
+		d->captd = cap;
+	}
+	d->td[d->ntd++] = (struct dtypedef){ name, dwarf_dieoffset(die), NULL, 0 };
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct dtypedef *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	/* The first unit's wins: a stable order among equal names. */
+	return c ? c : x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sort the typedefs by name and keep the first of each name. */
+static void index_typedefs(struct dwarf_funcs *d)
+{
+	size_t out = 0;
+
+	qsort(d->td, d->ntd, sizeof(*d->td), by_name);
+	for (size_t i = 0; i < d->ntd; i++)
+		if (!out || strcmp(d->td[out - 1].name, d->td[i].name) != 0)
+			d->td[out++] = d->td[i];
+	d->ntd = out;
+}
+
+const struct ctype *dwarf_typedef(struct dwarf_funcs *d, const char *name, size_t len)
+{
+	size_t lo = 0, hi = d->ntd;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(d->td[mid].name, name, len);
+
+		if (c == 0 && d->td[mid].name[len] != '\0')
+			c = 1;
+		if (c < 0)
+			lo = mid + 1;
+		else if (c > 0)
+			hi = mid;
+		else {
+			struct dtypedef *t = &d->td[mid];
+
+			if (!t->tried) {
+				Dwarf_Die die;
+				const char *why = NULL;
+
+				t->tried = 1;
+				if (dwarf_offdie(d->dw, t->off, &die))
+					t->type = conv(d, &die, 0, &why);
+			}
+			return t->type;
+		}
+	}
+	return NULL;
+}
+
 static int by_addr(const void *a, const void *b)
 {
 	const struct dfunc *x = a, *y = b;
@@ -459,8 +540,10 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 
 		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &child) == 0) {
 			do {
-				if (dwarf_tag(&child) == DW_TAG_subprogram &&
-				    add_func(d, &child) != 0) {
+				int tag = dwarf_tag(&child);
+
+				if ((tag == DW_TAG_subprogram && add_func(d, &child) != 0) ||
+				    (tag == DW_TAG_typedef && add_typedef(d, &child) != 0)) {
 					snprintf(err, errsize, "%s: out of memory reading DWARF", path);
 					dwarf_funcs_close(d);
 					return NULL;
@@ -475,6 +558,7 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 		return NULL;
 	}
 	qsort(d->f, d->n, sizeof(*d->f), by_addr);
+	index_typedefs(d);
 	return d;
 }
 
@@ -488,6 +572,7 @@ void dwarf_funcs_close(struct dwarf_funcs *d)
 		free(d->mem[i]);
 	free(d->mem);
 	free(d->f);
+	free(d->td);
 	if (d->dw)
 		dwarf_end(d->dw);
 	if (d->elf)

@@ -36,6 +36,12 @@ size_t dwarf_funcs_count(const struct dwarf_funcs *d);
 const struct ctype *dwarf_func_at(const struct dwarf_funcs *d, uint64_t addr,
 				  const char **proto, const char **why);
 
+/*
+ * The canonical type a typedef NAME (LEN bytes) stands for, from the first
+ * compilation unit that defines it at its top level, or NULL.
+ */
+const struct ctype *dwarf_typedef(struct dwarf_funcs *d, const char *name, size_t len);
+
 /* C spelling of T with declarator NAME ("" for an abstract one); malloc'd. */
 char *ctype_to_c(const struct ctype *t, const char *name);
 

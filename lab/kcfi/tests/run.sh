@@ -183,6 +183,21 @@ print(len(fns), d["summary"]["types"]["disagree"], *bad[:5])' "$BUILD/types.json
 		fi
 	done
 fi
+# kcfi hash --image: the same prototypes, their typedef names (u32,
+# irqreturn_t, ... from prelude.h) taken from the image's DWARF instead
+# of the built-in table, hash to the same ids.
+if "$KCFI" hash --image "$objs/x86-big-exec" - <"$BUILD/protos-hash-input.txt" >"$BUILD/image-ids.raw" 2>"$BUILD/image.err" &&
+	cmp -s "$BUILD/image-ids.raw" "$BUILD/kcfi-ids.raw"; then
+	pass "hash --image x86-big-exec: all $total prototypes, typedefs from DWARF, hash as without it"
+else
+	fail "hash --image: $(head -n 3 "$BUILD/image.err") $(diff "$BUILD/image-ids.raw" "$BUILD/kcfi-ids.raw" | head -n 4)"
+fi
+if ! "$KCFI" hash --image "$objs/x86-exec" 'void (int *)' >/dev/null 2>"$BUILD/image.err" &&
+	grep -q "no DWARF" "$BUILD/image.err" && [ "$(wc -l <"$BUILD/image.err")" = 1 ]; then
+	pass "hash --image on an image without DWARF: a one-line error"
+else
+	fail "hash --image without DWARF: $(cat "$BUILD/image.err")"
+fi
 if ! "$KCFI" scan "$objs/x86-exec" --types >/dev/null 2>"$BUILD/types.err" &&
 	grep -q "no DWARF" "$BUILD/types.err" && [ "$(wc -l <"$BUILD/types.err")" = 1 ]; then
 	pass "scan --types on an image without DWARF: a one-line error"
