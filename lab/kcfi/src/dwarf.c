@@ -394,10 +394,11 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 	if (dwarf_lowpc(die, &addr) != 0)
 		return 0;
 	/* An out-of-line instance of an inlined function: its type is on
-	 * the abstract origin. */
-	while (dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
-	       dwarf_formref_die(&attr, &origin))
-		;
+	 * the abstract origin (a chain of a few, and never a cycle). */
+	for (int hops = 0; dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
+	     dwarf_formref_die(&attr, &origin); hops++)
+		if (hops == MAX_DEPTH)
+			return 0;
 	params = origin;
 	if (dwarf_child(&params, &(Dwarf_Die){ 0 }) != 0 &&
 	    dwarf_attr(&origin, DW_AT_specification, &attr))
