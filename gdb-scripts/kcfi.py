@@ -118,6 +118,20 @@ def target_type(target):
     return preamble(target)["type_id"]
 
 
+def expected_prototype(addr):
+    """The prototype the check at addr expects, as the image's DWARF names
+    it (kcfi site --types), or None: no image with DWARF, or the check is
+    not in it (a module)."""
+    image = gdb.current_progspace().filename
+    if not image:
+        return None
+    try:
+        d = json.loads(tool("site", image, "0x%x" % addr, "--types", "--json"))
+        return d["sites"][0].get("expected_prototype")
+    except (gdb.GdbError, ValueError, KeyError, IndexError):
+        return None
+
+
 def find_site(start, span=96):
     """The first kCFI check at or after start, decoded by the lab's tool."""
     code = read(start, span)
@@ -176,6 +190,9 @@ class Site(gdb.Command):
         s = find_site(start)
         print("check at 0x%x (%s): expected type 0x%08x, target in %s, trap at 0x%x"
               % (s["addr"], symbol(s["addr"]), s["expected"], s["target_reg"], s["trap"]))
+        proto = expected_prototype(s["addr"])
+        if proto:
+            print("expected prototype: %s" % proto)
         if running():
             target = reg(s["target_reg"])
             t = target_type(target)

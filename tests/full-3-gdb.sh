@@ -75,6 +75,8 @@ gdb_walk() {
 	assert_grep 'lkdtm_increment_int' "$log" "kcfi-explain names the target"
 	assert_grep "^lkdtm_increment_void at 0x[0-9a-f]+: type id 0x$expected " "$log" "kcfi-preamble"
 	assert_grep "^check at 0x[0-9a-f]+ \(lkdtm_indirect_call \+ [0-9]+[^)]*\): expected type 0x$expected, target in " "$log" "kcfi-site"
+	# ... and names that type as lkdtm's source does, from the DWARF.
+	assert_grep '^expected prototype: void \(int \*\)$' "$log" "kcfi-site: the expected prototype"
 	assert_grep 'CFI failure at lkdtm_indirect_call' "$console"
 	assert_grep '^ALIVE$' "$console"
 }
