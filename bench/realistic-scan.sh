@@ -5,7 +5,8 @@
 #
 #   bench/realistic-scan.sh [x86_64|arm64]
 #
-# The first build takes about 17 minutes on 2 cores; later runs reuse it.
+# With DWARF (for kcfi scan --types). The first build takes about 17
+# minutes on 2 cores without it; later runs reuse it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,14 +28,19 @@ rmake() {
 lock_home
 mkdir -p "$out"
 log=$(new_log "realistic-$arch")
+# DWARF, for kcfi scan --types (a bench's need, not the branch's).
+dwarf="$out/bench-dwarf.config"
 if [ ! -f "$out/.config" ]; then
+	mkdir -p "$out"
+	printf '%s\n' '# CONFIG_DEBUG_INFO_NONE is not set' 'CONFIG_DEBUG_INFO_DWARF5=y' >"$dwarf"
 	{
 		rmake defconfig &&
-			"$LAB_WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$frag" &&
+			"$LAB_WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$frag" "$dwarf" &&
 			rmake olddefconfig
 	} >"$log" 2>&1 || die "configuring failed (log: $log)"
 fi
 grep -qx 'CONFIG_CFI_CLANG=y' "$out/.config" || die "CONFIG_CFI_CLANG is not set in $out/.config"
+grep -qx 'CONFIG_DEBUG_INFO_DWARF5=y' "$out/.config" || die "CONFIG_DEBUG_INFO_DWARF5 is not set in $out/.config"
 info "building a defconfig-sized $arch vmlinux in $out (log: $log)"
 start=$SECONDS
 rmake -j"$KCFI_LAB_JOBS" vmlinux >>"$log" 2>&1 || die "build failed (log: $log)"
