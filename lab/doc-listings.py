@@ -18,8 +18,8 @@ Each such command runs once; with DOC_LISTINGS_CACHE set, its output is
 kept in that directory and reused.
 
 Each block runs in one bash, from the current directory, with the
-variables of docs/kcfi.md ("Before you start") in the environment: L,
-X, A, K and KCFI. Commands may span lines (a trailing backslash, an open
+variables of docs/kcfi.md ("Before you start") set: L, X, A, K and
+KCFI. Commands may span lines (a trailing backslash, an open
 quote, a here-document).
 
 Prints one line per command that no longer matches, "FILE:LINE: ...",
@@ -48,7 +48,7 @@ def complete(text):
     if text.endswith("\\"):
         return False
     try:
-        shlex.split(text.replace("$'", "'"), comments=False)
+        shlex.split(text.replace("$'", "'"), comments=True)
     except ValueError:
         return False
     return True
@@ -111,8 +111,8 @@ def run(cmds, env_script):
         script.append("printf '%s\\n' '" + MARK % k + "'")
         script.append(c[0])
     script.append("printf '%s\\n' '" + MARK % len(cmds) + "'")
-    out = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True,
-                         text=True, errors="replace").stdout
+    out = subprocess.run(["bash", "-c", "\n".join(script)], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, errors="replace").stdout
     outs = []
     for k in range(len(cmds)):
         a = out.find(MARK % k)
@@ -137,7 +137,8 @@ def run_guest(command, cache):
         if os.path.exists(path):
             cache[command] = open(path, encoding="utf-8").read().split("\n")
             return cache[command]
-    r = subprocess.run(["bash", "-c", command + " 2>&1"], capture_output=True,
+    r = subprocess.run(["bash", "-c", command], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, errors="replace")
     out = [x.rstrip() for x in r.stdout.split("\n")] if r.returncode == 0 else None
     if out is not None and path:
@@ -174,6 +175,9 @@ def align(listed, actual, same):
             continue
         if k == 0:
             cands = [0]
+        elif k == len(segs) - 1:
+            # The last run ends the output: it can only sit at its end.
+            cands = [len(actual) - len(seg)] if len(actual) - len(seg) >= pos else []
         else:
             cands = range(pos, len(actual) - len(seg) + 1)
         found = None

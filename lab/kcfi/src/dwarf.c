@@ -35,6 +35,8 @@ struct dwarf_funcs {
 	int oom;
 	Dwarf *dw;                /* names point into it: open until close */
 	Elf *elf;
+	void *image;              /* libelf's own copy of the image */
+	size_t budget;            /* nodes the current conversion may still take */
 };
 
 static void *track(struct dwarf_funcs *d, size_t size)
@@ -61,9 +63,19 @@ static void *track(struct dwarf_funcs *d, size_t size)
 	return p;
 }
 
+/* Nodes one function's or typedef's type may take: malformed DWARF whose
+ * references fan out (a function type whose parameters are itself) would
+ * grow without end before the depth limit is reached. */
+#define MAX_NODES_PER_TYPE 4096
+
 static struct ctype *node(struct dwarf_funcs *d, enum ctype_kind kind)
 {
-	struct ctype *t = track(d, sizeof(*t));
+	struct ctype *t;
+
+	if (d->budget == 0)
+		return NULL;
+	d->budget--;
+	t = track(d, sizeof(*t));
 
 	if (t)
 		t->kind = kind;
@@ -218,10 +230,12 @@ static struct ctype *conv_function(struct dwarf_funcs *d, Dwarf_Die *die,
 		return NULL;
 	if (dwarf_attr_integrate(die, DW_AT_prototyped, &attr))
 		dwarf_formflag(&attr, &proto);
-	f->noproto = !proto;
+	/* set once the parameters are known */
 	tail = (struct cparam **)&f->params;
-	if (dwarf_child(params, &child) != 0)
+	if (dwarf_child(params, &child) != 0) {
+		f->noproto = !proto;
 		return f;
+	}
 	do {
 		int tag = dwarf_tag(&child);
 
@@ -240,6 +254,9 @@ static struct ctype *conv_function(struct dwarf_funcs *d, Dwarf_Die *die,
 			f->nparams++;
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
+	/* A definition without a prototype ("int f(a) int a; {...}") takes
+	 * the type of its parameters, as clang does; "int (*)()" has none. */
+	f->noproto = !proto && f->nparams == 0;
 	return f;
 }
 
@@ -327,9 +344,16 @@ static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
 	case DW_TAG_volatile_type:
 	case DW_TAG_restrict_type:
 		t = conv_ref(d, die, depth, why);
-		if (t)
-			t->quals |= tag == DW_TAG_const_type ? CQ_CONST :
+		if (t) {
+			/* A qualified array is an array of qualified elements
+			 * (its nodes are this conversion's own). */
+			struct ctype *e = t;
+
+			while (e->kind == CT_ARRAY && e->inner)
+				e = (struct ctype *)e->inner;
+			e->quals |= tag == DW_TAG_const_type ? CQ_CONST :
 				    tag == DW_TAG_volatile_type ? CQ_VOLATILE : CQ_RESTRICT;
+		}
 		return t;
 	case DW_TAG_pointer_type:
 		t = node(d, CT_POINTER);
@@ -403,9 +427,12 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 	if (dwarf_child(&params, &(Dwarf_Die){ 0 }) != 0 &&
 	    dwarf_attr(&origin, DW_AT_specification, &attr))
 		dwarf_formref_die(&attr, &params);
+	d->budget = MAX_NODES_PER_TYPE;
 	t = conv_function(d, &origin, &params, 0, &why);
 	if (d->oom)
 		return -1;
+	if (!t && !why)
+		why = "a type too large";
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? 2 * d->cap : 4096;
 		struct dfunc *f = realloc(d->f, cap * sizeof(*f));
@@ -417,8 +444,11 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 	}
 	d->f[d->n] = (struct dfunc){ addr, t, t ? ctype_to_c(t, "") : NULL,
 				     t ? NULL : (why ? why : "no type") };
-	if (t && !d->f[d->n].proto)
-		return -1;
+	if (t && !d->f[d->n].proto) {
+		/* Too deep to print (or out of memory): left out, not fatal. */
+		d->f[d->n].type = NULL;
+		d->f[d->n].why = "a type too deep to print";
+	}
 	d->n++;
 	return 0;
 }
@@ -485,6 +515,7 @@ const struct ctype *dwarf_typedef(struct dwarf_funcs *d, const char *name, size_
 				const char *why = NULL;
 
 				t->tried = 1;
+				d->budget = MAX_NODES_PER_TYPE;
 				if (dwarf_offdie(d->dw, t->off, &die))
 					t->type = conv(d, &die, 0, &why);
 			}
@@ -509,15 +540,33 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 	size_t hsize;
 	Dwarf *dw;
 	Elf *elf;
+	char *copy;
 
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
 		return NULL;
 	}
-	/* libelf reads the image in place; it does not write to it. */
-	elf = elf_memory((char *)(uintptr_t)data, size);
+	/* libelf and libdw may write to a memory image (decompressing a
+	 * SHF_COMPRESSED section rewrites its header), and ours is mapped
+	 * read-only: they get a copy of their own. */
+	copy = malloc(size ? size : 1);
+	if (!copy) {
+		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
+		return NULL;
+	}
+	memcpy(copy, data, size);
+	elf = elf_memory(copy, size);
 	if (!elf) {
 		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
+		free(copy);
+		return NULL;
+	}
+	if (size > 17 && (((const uint8_t *)data)[16] | ((const uint8_t *)data)[17] << 8) == 1) {
+		/* ET_REL: libdw does not apply relocations, so its strings and
+		 * addresses would read as zero. */
+		snprintf(err, errsize, "%s: types from DWARF need a linked image (vmlinux)", path);
+		elf_end(elf);
+		free(copy);
 		return NULL;
 	}
 	dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
@@ -525,17 +574,20 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 		snprintf(err, errsize, "%s: no DWARF to read types from (%s)", path,
 			 dwarf_errmsg(-1));
 		elf_end(elf);
+		free(copy);
 		return NULL;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		dwarf_end(dw);
 		elf_end(elf);
+		free(copy);
 		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
 		return NULL;
 	}
 	d->dw = dw;
 	d->elf = elf;
+	d->image = copy;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, child;
 
@@ -578,6 +630,7 @@ void dwarf_funcs_close(struct dwarf_funcs *d)
 		dwarf_end(d->dw);
 	if (d->elf)
 		elf_end(d->elf);
+	free(d->image);
 	free(d);
 }
 

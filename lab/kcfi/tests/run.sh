@@ -198,6 +198,22 @@ if ! "$KCFI" hash --image "$objs/x86-exec" 'void (int *)' >/dev/null 2>"$BUILD/i
 else
 	fail "hash --image without DWARF: $(cat "$BUILD/image.err")"
 fi
+# Types the generated prototypes do not spell: a qualified typedef'd
+# array (clang qualifies its elements) and a definition without a
+# prototype (its type has no parameters).
+printf '%s\n' 'typedef int arr3_t[3];' 'void qarr(const arr3_t *p) { (void)p; }' \
+	'int knr(a) int a; { return a; }' 'void *tbl[] = { qarr, knr };' 'void entry(void) {}' >"$BUILD/odd-types.c"
+for target in x86_64 aarch64; do
+	if "$CLANG" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -ffreestanding -w \
+		-c "$BUILD/odd-types.c" -o "$BUILD/odd-types.o" &&
+		"$LLD" -e entry --unresolved-symbols=ignore-all "$BUILD/odd-types.o" -o "$BUILD/odd-types" &&
+		out=$("$KCFI" scan "$BUILD/odd-types" --types) &&
+		grep -q 'verified 3 of 3 ' <<<"$out"; then
+		pass "scan --types $target: a const typedef'd array and a K&R definition hash to their ids"
+	else
+		fail "scan --types $target, odd types: $(grep -A3 'types from DWARF' <<<"$out")"
+	fi
+done
 if ! "$KCFI" scan "$objs/x86-exec" --types >/dev/null 2>"$BUILD/types.err" &&
 	grep -q "no DWARF" "$BUILD/types.err" && [ "$(wc -l <"$BUILD/types.err")" = 1 ]; then
 	pass "scan --types on an image without DWARF: a one-line error"
