@@ -39,21 +39,31 @@ struct dwarf_funcs {
 	size_t budget;            /* nodes the current conversion may still take */
 };
 
+/* ARR (N of *CAP elements of SIZE bytes used) with room for one more:
+ * ARR itself, or a larger copy, or NULL when out of memory. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? 2 * *cap : 1024;
+	arr = realloc(arr, c * size);
+	if (arr)
+		*cap = c;
+	return arr;
+}
+
 static void *track(struct dwarf_funcs *d, size_t size)
 {
 	void *p;
 
-	if (d->nmem == d->capmem) {
-		size_t cap = d->capmem ? 2 * d->capmem : 1024;
-		void **m = realloc(d->mem, cap * sizeof(*m));
-
-		if (!m) {
-			d->oom = 1;
-			return NULL;
-		}
-		d->mem = m;
-		d->capmem = cap;
+	p = grow(d->mem, &d->capmem, d->nmem, sizeof(*d->mem));
+	if (!p) {
+		d->oom = 1;
+		return NULL;
 	}
+	d->mem = p;
 	p = calloc(1, size);
 	if (!p) {
 		d->oom = 1;
@@ -414,6 +424,7 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 	Dwarf_Attribute attr;
 	const char *why = NULL;
 	const struct ctype *t;
+	struct dfunc *f;
 
 	if (dwarf_lowpc(die, &addr) != 0)
 		return 0;
@@ -433,15 +444,10 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 		return -1;
 	if (!t && !why)
 		why = "a type too large";
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? 2 * d->cap : 4096;
-		struct dfunc *f = realloc(d->f, cap * sizeof(*f));
-
-		if (!f)
-			return -1;
-		d->f = f;
-		d->cap = cap;
-	}
+	f = grow(d->f, &d->cap, d->n, sizeof(*d->f));
+	if (!f)
+		return -1;
+	d->f = f;
 	d->f[d->n] = (struct dfunc){ addr, t, t ? ctype_to_c(t, "") : NULL,
 				     t ? NULL : (why ? why : "no type") };
 	if (t && !d->f[d->n].proto) {
@@ -456,18 +462,14 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 static int add_typedef(struct dwarf_funcs *d, Dwarf_Die *die)
 {
 	const char *name = dwarf_diename(die);
+	struct dtypedef *td;
 
 	if (!name)
 		return 0;
-	if (d->ntd == d->captd) {
-		size_t cap = d->captd ? 2 * d->captd : 4096;
-		struct dtypedef *t = realloc(d->td, cap * sizeof(*t));
-
-		if (!t)
-			return -1;
-		d->td = t;
-		d->captd = cap;
-	}
+	td = grow(d->td, &d->captd, d->ntd, sizeof(*d->td));
+	if (!td)
+		return -1;
+	d->td = td;
 	d->td[d->ntd++] = (struct dtypedef){ name, dwarf_dieoffset(die), NULL, 0 };
 	return 0;
 }
