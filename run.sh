@@ -31,13 +31,15 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 print_usage() {
 	cat <<USAGE
-usage: ./run.sh [ARCH] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
+usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
        ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
        ./run.sh kcfi hash|scan|site|func|decode|explain ARGS... | path | --help
 
   ARCH            $(arch_usage); default $(kernel_get default_arch)
+  --kernel V      the kernel: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); default $LAB_DEFAULT_KERNEL (the seeds' kernel).
+                  Every subcommand but test and kcfi takes it; state is kept per kernel
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
   --strict        CFI failures oops (default)
   --permissive    CFI failures warn and continue (boots with cfi=warn)
@@ -122,12 +124,25 @@ option_of() {
 	usage_error "$opt is an option of ${*/#boot/a boot (./run.sh [ARCH])}, not of ${sub/#boot/a boot}"
 }
 
+# arch_kernel NAME KERNEL: NAME is no arch of the lab's kernel. With no
+# --kernel (KERNEL empty), switch to the oldest kernel that has KCFI on
+# NAME and say so; else a one-line error.
+arch_kernel() {
+	local k
+	k=$(kernel_for_arch "$1") ||
+		usage_error "unknown arch or command: $1 (arches: $(arch_list); see lab/arch/)"
+	[ -z "$2" ] ||
+		usage_error "Linux $2 has no kCFI on $1 (it came in $k): use --kernel $k, or leave --kernel out"
+	[ "$k" = "$LAB_KERNEL" ] || info "$1: using Linux $k (Linux $LAB_KERNEL has no kCFI on $1)"
+	use_kernel "$k"
+}
+
 # main ARGS...: parse the command line into main's own variables (no
 # caller's environment can set them) and pass them to the subcommand.
 main() {
 	local arch="" mode=strict sub=boot
 	local gdb="" no_tmux="" run_set="" cmds="" timeout="" append="" port=""
-	local all="" debs="" output="" pack="" a tool
+	local all="" debs="" output="" pack="" a tool kernel=""
 	local -a args=() files=()
 	case "${1:-}" in
 	test)
@@ -139,6 +154,28 @@ main() {
 		tool=$(kcfi_tool)
 		exec "$tool" "$@"
 		;;
+	esac
+	# --kernel VERSION, wherever it stands, before anything reads the
+	# kernel's files.
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel)
+			[ $# -ge 2 ] || usage_error "--kernel needs a version (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'))"
+			[ -n "${LAB_CONF["kernel/$2/default"]+set}" ] ||
+				usage_error "unknown kernel: $2 (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); see lab/kernel/)"
+			kernel=$2
+			use_kernel "$kernel"
+			shift 2
+			;;
+		*)
+			args+=("$1")
+			shift
+			;;
+		esac
+	done
+	set -- ${args[@]+"${args[@]}"}
+	args=()
+	case "${1:-}" in
 	lab)
 		shift
 		cmd_lab "$@"
@@ -216,7 +253,10 @@ main() {
 				build | pack) ;;
 				*) usage_error "unexpected argument: $1 ($sub takes no arch)" ;;
 				esac
-				a=$(normalize_arch "$1") || usage_error "unknown arch or command: $1 (arches: $(arch_list); see lab/arch/)"
+				if ! a=$(normalize_arch "$1"); then
+					arch_kernel "$1" "$kernel"
+					a=$(normalize_arch "$1")
+				fi
 				if [ "$sub" = boot ]; then arch=$a; else args+=("$a"); fi
 			fi
 			;;
@@ -248,7 +288,7 @@ main() {
 	pack)
 		[ "${#args[@]}" -gt 0 ] || mapfile -t args < <(lab_arches)
 		lock_home
-		cmd_pack "${output:-$KCFI_LAB_HOME/kcfi-lab-pack.tar.gz}" "$debs" "${args[@]}"
+		cmd_pack "${output:-$KCFI_LAB_HOME/kcfi-lab-pack$LAB_SUFFIX.tar.gz}" "$debs" "${args[@]}"
 		;;
 	unpack)
 		[ -n "$pack" ] || usage_error "unpack needs a pack file"

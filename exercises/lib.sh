@@ -111,11 +111,11 @@ ex_need_args() {
 # the part a pack carries). Without it, say so in one line.
 ex_need_worktree() {
 	[ -e "$LAB_WORKTREE/Makefile" ] ||
-		cannot_check "no kernel source tree in $LAB_WORKTREE; import it with ./run.sh prepare, or unpack a pack made by this version of the lab"
+		cannot_check "no kernel source tree in $LAB_WORKTREE; import it with ./run.sh prepare$LAB_KOPT, or unpack a pack made by this version of the lab"
 }
 
 ex_need_vmlinux() {
-	[ -f "$(vmlinux_of "$1")" ] || cannot_check "no $1 kernel in $(build_dir "$1"); build it first: ./run.sh build $1"
+	[ -f "$(vmlinux_of "$1")" ] || cannot_check "no $1 kernel in $(build_dir "$1"); build it first: ./run.sh build $1$LAB_KOPT"
 	# The facts come from the lab's tool.
 	build_tool || cannot_check "the lab's tool (lab/kcfi) does not build or run here; see $LAB_TOOL_LOG"
 }
@@ -331,7 +331,7 @@ make_module() {
 	name=$(basename "$(dirname "$src")")
 	out="$EX_CACHE/modules/$arch/$name"
 	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
-		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch"
+		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch$LAB_KOPT"
 	ex_need_worktree
 	local why
 	why=$(kbuild_home_error)

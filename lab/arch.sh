@@ -16,7 +16,8 @@ LAB_KERNEL_DIR="$KCFI_LAB_ROOT/lab/kernel"
 ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
 	qemu_cpu console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
-KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments)
+KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments
+	rerandomizes norand_arg impl_lines)
 
 declare -A LAB_CONF=()
 LAB_ARCH_FILES=()
@@ -66,7 +67,51 @@ conf_load_all() {
 		fi
 	done
 	[ -n "$LAB_KERNEL" ] || die "no file in lab/kernel/ sets default=yes"
-	conf_check "kernel/$LAB_KERNEL" "$LAB_KERNEL_DIR/$LAB_KERNEL.conf" "${KERNEL_KEYS[@]}"
+	LAB_DEFAULT_KERNEL=$LAB_KERNEL
+	select_kernel "${KCFI_LAB_KERNEL:-$LAB_KERNEL}"
+}
+
+# select_kernel VERSION: VERSION (a file in lab/kernel/) becomes the lab
+# kernel; an unknown one is a one-line error.
+select_kernel() {
+	[ -n "${LAB_CONF["kernel/$1/default"]+set}" ] ||
+		die "unknown kernel: $1 (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); see lab/kernel/)"
+	conf_check "kernel/$1" "$LAB_KERNEL_DIR/$1.conf" "${KERNEL_KEYS[@]}"
+	LAB_KERNEL=$1
+}
+
+# lab_kernels: every kernel the lab has a file for, oldest first.
+lab_kernels() {
+	local f name
+	for f in "$LAB_KERNEL_DIR"/*.conf; do
+		[ -f "$f" ] || continue
+		name=${f##*/}
+		echo "${name%.conf}"
+	done | sort -t. -k1,1n -k2,2n -k3,3n
+}
+
+# kernel_for_arch NAME: the oldest kernel that has KCFI on arch NAME (a
+# file's name or alias), or fail.
+kernel_for_arch() {
+	local name alias k found=""
+	for name in "${LAB_ARCH_FILES[@]}"; do
+		if [ "$1" = "$name" ]; then
+			found=$name
+		else
+			for alias in ${LAB_CONF["arch/$name/aliases"]:-}; do
+				[ "$1" != "$alias" ] || found=$name
+			done
+		fi
+		[ -z "$found" ] || break
+	done
+	[ -n "$found" ] || return 1
+	for k in $(lab_kernels); do
+		if version_le "${LAB_CONF["arch/$found/kcfi_since"]:-0}" "$k"; then
+			echo "$k"
+			return 0
+		fi
+	done
+	return 1
 }
 
 # version_le A B: dotted version A is B or older (6.1 < 6.6 < 6.12).
@@ -86,6 +131,33 @@ version_le() {
 # lab_kernel: the version of the lab's kernel.
 lab_kernel() {
 	echo "$LAB_KERNEL"
+}
+
+# kernel_rerandomizes ARCH: the lab's kernel replaces every type id with a
+# random one at boot on ARCH (its file's rerandomizes).
+kernel_rerandomizes() {
+	local a
+	for a in ${LAB_CONF["kernel/$LAB_KERNEL/rerandomizes"]}; do
+		[ "$a" != "$1" ] || return 0
+	done
+	return 1
+}
+
+# kernel_impl_line ARCH: the line (an ERE) the lab's kernel prints at boot
+# on ARCH to name the CFI implementation it patched in; empty if none.
+kernel_impl_line() {
+	local entry
+	local -a entries
+	IFS=';' read -r -a entries <<<"${LAB_CONF["kernel/$LAB_KERNEL/impl_lines"]}"
+	for entry in ${entries[@]+"${entries[@]}"}; do
+		[ "${entry%%:*}" != "$1" ] || printf '%s\n' "${entry#*:}"
+	done
+	return 0
+}
+
+# kernel_is_default: the lab's kernel is the one used when none is named.
+kernel_is_default() {
+	[ "$LAB_KERNEL" = "$LAB_DEFAULT_KERNEL" ]
 }
 
 # kernel_set VAR KEY / arch_set VAR ARCH KEY: VAR becomes the value,

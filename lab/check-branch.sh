@@ -39,7 +39,7 @@ main() {
 	lock_home
 	trap restore EXIT
 	local c
-	for c in $(git -C "$LAB_WORKTREE" rev-list --reverse "distro..$LAB_BRANCH"); do
+	for c in $(git -C "$LAB_WORKTREE" rev-list --reverse "$LAB_DISTRO..$LAB_BRANCH"); do
 		check_commit "$c"
 	done
 }

@@ -6,25 +6,40 @@ package_version() {
 	dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not installed"
 }
 
+# cmd_status: the home, then every kernel's state (the --kernel one
+# alone when one was named).
 cmd_status() {
-	local arch
+	local k
 	echo "KCFI_LAB_HOME:  $KCFI_LAB_HOME"
 	echo "repository:     $KCFI_LAB_ROOT"
 	echo "bundle:         $KCFI_LAB_BUNDLE"
-	local src qemu
+	for k in $(lab_kernels); do
+		[ -z "${KCFI_LAB_KERNEL:-}" ] || [ "$k" = "$KCFI_LAB_KERNEL" ] || continue
+		(
+			use_kernel "$k"
+			echo
+			echo "Linux $k$(kernel_is_default && echo " (the default)" || echo " (--kernel $k)")"
+			kernel_status
+		)
+	done
+}
+
+# kernel_status: the lab kernel's packages, import, worktree, pack and builds.
+kernel_status() {
+	local arch src qemu
 	src=$(kernel_get source_package)
 	qemu=$(arch_get "$(kernel_get default_arch)" qemu_package)
 	echo "packages:       $src $(package_version "$src"), clang$KCFI_LAB_LLVM $(package_version "clang$KCFI_LAB_LLVM"), qemu $(package_version "$qemu")"
-	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify distro >/dev/null 2>&1; then
-		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' distro)"
+	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify "$LAB_DISTRO" >/dev/null 2>&1; then
+		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' "$LAB_DISTRO")"
 	elif pack_home; then
 		echo "distro import:  none (the pack carries the kernels and the sources the exercises read)"
 	else
-		echo "distro import:  none (run ./run.sh setup, then ./run.sh build)"
+		echo "distro import:  none (run ./run.sh setup$LAB_KOPT, then ./run.sh build$LAB_KOPT)"
 	fi
 	if [ -e "$LAB_WORKTREE/Makefile" ]; then
 		echo "worktree:       $LAB_WORKTREE"
-		echo "branch head:    $(git -C "$LAB_WORKTREE" log -1 --format='%h %s' 2>/dev/null) ($(git -C "$LAB_WORKTREE" rev-list --count distro..HEAD 2>/dev/null) lab commits)"
+		echo "branch head:    $(git -C "$LAB_WORKTREE" log -1 --format='%h %s' 2>/dev/null) ($(git -C "$LAB_WORKTREE" rev-list --count "$LAB_DISTRO..HEAD" 2>/dev/null) lab commits)"
 	else
 		echo "worktree:       none"
 	fi
@@ -66,7 +81,7 @@ cmd_clean() {
 
 cmd_bundle() {
 	lock_home
-	[ -d "$LAB_GIT" ] || die "no kernel repository in $KCFI_LAB_HOME; run ./run.sh build first"
+	[ -d "$LAB_GIT" ] || die "no kernel repository in $KCFI_LAB_HOME; run ./run.sh build$LAB_KOPT first"
 	recut_bundle
 }
 

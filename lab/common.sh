@@ -8,9 +8,10 @@ KCFI_LAB_HOME=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}
 KCFI_LAB_BUNDLE=${KCFI_LAB_BUNDLE:-$KCFI_LAB_ROOT/kernel-branch.bundle}
 KCFI_LAB_JOBS=${KCFI_LAB_JOBS:-$(nproc)}
 
-# Layout of the state directory.
+# Layout of the state directory. One git repository holds every
+# kernel's import and branch; what is per kernel (worktree, builds,
+# initramfs, logs) is set by kernel_paths.
 LAB_GIT="$KCFI_LAB_HOME/linux.git"
-LAB_WORKTREE="$KCFI_LAB_HOME/worktree"
 LAB_STATE="$KCFI_LAB_HOME/state"
 LAB_LOGS="$KCFI_LAB_HOME/logs"
 LAB_BIN="$KCFI_LAB_HOME/bin"
@@ -36,8 +37,9 @@ usage_error() {
 	exit 2
 }
 
+# build_dir ARCH: the lab kernel's build directory for ARCH.
 build_dir() {
-	echo "$KCFI_LAB_HOME/build/$1"
+	echo "$KCFI_LAB_HOME/build/$1$LAB_SUFFIX"
 }
 
 # kernel_image ARCH: the image QEMU boots.
@@ -46,7 +48,7 @@ kernel_image() {
 }
 
 initramfs_image() {
-	echo "$KCFI_LAB_HOME/initramfs/$1.cpio.gz"
+	echo "$KCFI_LAB_HOME/initramfs/$1$LAB_SUFFIX.cpio.gz"
 }
 
 # kbuild_home_error: why the kernel's build cannot work in KCFI_LAB_HOME,
@@ -64,7 +66,7 @@ have() {
 # require_tool CMD PACKAGE: fail with the exact install hint when CMD is missing.
 require_tool() {
 	have "$1" && return 0
-	die "$1 not found; install it with: ./run.sh setup (or: sudo apt-get install $2)"
+	die "$1 not found; install it with: ./run.sh setup$LAB_KOPT (or: sudo apt-get install $2)"
 }
 
 is_tty() {
@@ -93,10 +95,46 @@ new_log() {
 	mkdir -p "$LAB_LOGS"
 	find "$LAB_LOGS" -maxdepth 1 -name '*.log' -printf '%T@ %p\n' | sort -rn |
 		tail -n +100 | cut -d' ' -f2- | xargs -r rm -f
-	echo "$LAB_LOGS/$1-$(date +%Y%m%d-%H%M%S).log"
+	echo "$LAB_LOGS/$1$LAB_SUFFIX-$(date +%Y%m%d-%H%M%S).log"
 }
 
+# kernel_paths: the names of the lab kernel's own state. The default
+# kernel keeps the names the state directory had before there was a
+# second one (worktree, build/ARCH, branch kcfi-lab on "distro"); every
+# other kernel's carry the suffix -VERSION.
+kernel_paths() {
+	# LAB_KOPT: what a command the lab suggests needs to name the kernel.
+	if kernel_is_default; then
+		LAB_SUFFIX=""
+		LAB_KOPT=""
+	else
+		LAB_SUFFIX="-$LAB_KERNEL"
+		LAB_KOPT=" --kernel $LAB_KERNEL"
+	fi
+	LAB_WORKTREE="$KCFI_LAB_HOME/worktree$LAB_SUFFIX"
+	LAB_DISTRO="distro$LAB_SUFFIX"
+	LAB_BRANCH_STATE="$LAB_STATE/branch$LAB_SUFFIX"
+	PACK_MANIFEST="$KCFI_LAB_HOME/pack$LAB_SUFFIX.manifest"
+	kernel_set LAB_BRANCH branch
+	kernel_set DISTRO_PACKAGE source_package
+	kernel_set DISTRO_TARBALL source_tarball
+	DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$DISTRO_TARBALL}
+	if [ -n "$LAB_LLVM_OVERRIDE" ]; then
+		KCFI_LAB_LLVM=$LAB_LLVM_OVERRIDE
+	else
+		kernel_set KCFI_LAB_LLVM llvm
+	fi
+}
+
+# use_kernel VERSION: make VERSION the lab kernel of this process and of
+# every program it starts.
+use_kernel() {
+	select_kernel "$1"
+	export KCFI_LAB_KERNEL="$LAB_KERNEL"
+	kernel_paths
+}
+
+LAB_LLVM_OVERRIDE=${KCFI_LAB_LLVM:-}
 # shellcheck source=lab/arch.sh
 . "$KCFI_LAB_ROOT/lab/arch.sh"
-[ -n "${KCFI_LAB_LLVM:-}" ] || kernel_set KCFI_LAB_LLVM llvm
-kernel_set LAB_BRANCH branch
+kernel_paths

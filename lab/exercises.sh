@@ -62,6 +62,29 @@ lab_arch_for() {
 	esac
 }
 
+# lab_kernels_for NAME: the kernels the exercise applies to (its
+# lab.conf's kernels:, or the default kernel).
+lab_kernels_for() {
+	local kernels
+	kernels=$(lab_conf "$1" kernels)
+	echo "${kernels:-$LAB_DEFAULT_KERNEL}"
+}
+
+# lab_use_kernel_for NAME: the lab's kernel stays when the exercise
+# applies to it; else the exercise's first kernel becomes it, and the
+# lab says so.
+lab_use_kernel_for() {
+	local kernels
+	kernels=$(lab_kernels_for "$1")
+	case " $kernels " in
+	*" $LAB_KERNEL "*) ;;
+	*)
+		echo "($1 is about Linux ${kernels// / and }: using Linux ${kernels%% *})" >&2
+		use_kernel "${kernels%% *}"
+		;;
+	esac
+}
+
 lab_is_done() {
 	[ -f "$(lab_progress_dir)/$1" ]
 }
@@ -75,8 +98,8 @@ lab_list() {
 			mark=x
 			done=$((done + 1))
 		fi
-		printf '  [%s] %s  %-58s %3s min  %s\n' "$mark" "${name%%-*}" "$(lab_conf "$name" title)" \
-			"$(lab_conf "$name" time)" "$(lab_conf "$name" arches)"
+		printf '  [%s] %s  %-58s %3s min  %s  (Linux %s)\n' "$mark" "${name%%-*}" "$(lab_conf "$name" title)" \
+			"$(lab_conf "$name" time)" "$(lab_conf "$name" arches)" "$(lab_kernels_for "$name" | sed 's/ /, /g')"
 	done < <(lab_all)
 	printf '  %d of %d done (progress: %s)\n' "$done" "$n" "$(lab_progress_dir)"
 }
@@ -123,6 +146,7 @@ lab_check() {
 		"$LAB_EXERCISES/$name/check" --help
 		return 2
 	fi
+	lab_use_kernel_for "$name"
 	arch=$(lab_arch_for "$name")
 	"$LAB_EXERCISES/$name/check" --arch "$arch" "$@" || rc=$?
 	if [ "$rc" = 0 ]; then
@@ -149,7 +173,7 @@ lab_manual_open() {
 	cat <<-EOF
 		Without tmux (or without a terminal), open the exercise by hand:
 		  less $LAB_EXERCISES/$1/README.md
-		  ./run.sh $2 --gdb        # needs tmux; or: ./run.sh $2 --no-tmux
+		  ./run.sh $2$LAB_KOPT --gdb        # needs tmux; or: ./run.sh $2$LAB_KOPT --no-tmux
 	EOF
 }
 
@@ -158,6 +182,7 @@ lab_manual_open() {
 lab_open() {
 	local name arch before win readme session tmux_env panes
 	name=$(lab_need "${1:-}") || return 1
+	lab_use_kernel_for "$name"
 	arch=$(lab_arch_for "$name")
 	readme="$LAB_EXERCISES/$name/README.md"
 	if ! have tmux || ! is_tty; then
@@ -174,7 +199,7 @@ lab_open() {
 		tmux_env=${tmux_env/\$/}
 	fi
 	before=$(TMUX=$tmux_env tmux list-windows -F '#{window_id}')
-	TMUX=$tmux_env "$KCFI_LAB_ROOT/run.sh" "$arch" --gdb || return 1
+	TMUX=$tmux_env "$KCFI_LAB_ROOT/run.sh" "$arch" --kernel "$LAB_KERNEL" --gdb || return 1
 	win=$(TMUX=$tmux_env tmux list-windows -F '#{window_id} #{window_name}' |
 		awk -v before="$before" -v a="$arch" 'index(before, $1) == 0 && $2 ~ "^kcfi-lab-" a "-" { print $1 }' | tail -n 1)
 	if [ -z "$win" ]; then
@@ -311,7 +336,7 @@ lab_solution() {
 		cat "$LAB_EXERCISES/lib.sh" "$KCFI_LAB_ROOT"/lab/{common,tool,facts,arch}.sh \
 			"$KCFI_LAB_ROOT"/lab/arch/*.conf "$KCFI_LAB_ROOT"/lab/kernel/*.conf "$KCFI_LAB_ROOT"/lab/kcfi/src/*
 	} | sha256sum | cut -c1-16)
-	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
+	cache="${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}/answers/$name-$arch$LAB_SUFFIX-$(stat -c %Y "$(build_dir "$arch")/vmlinux")-$key"
 	if [ ! -s "$cache" ]; then
 		mkdir -p "${cache%/*}"
 		"$LAB_EXERCISES/$name/solution" --arch "$arch" >"$cache.$$" || {
@@ -326,39 +351,47 @@ lab_solution() {
 # lab_instructor: every solution through its checker, on each arch the
 # exercise applies to. Non-zero when one fails.
 lab_instructor() {
-	local name arch answer out failed=0 rc tmp
+	local name arch kernel failed=0 tmp
 	tmp=$(mktemp)
 	while read -r name; do
-		for arch in $(lab_conf "$name" arches); do
-			[ -f "$(build_dir "$arch")/vmlinux" ] || {
-				printf 'SKIP %-20s %-7s no %s kernel built\n' "$name" "$arch" "$arch"
-				continue
-			}
-			rc=0
-			answer=$(lab_solution "$name" "$arch" 2>"$tmp") || rc=$?
-			if [ "$rc" != 0 ]; then
-				answer="$answer $(cat "$tmp")"
-			fi
-			if [ "$rc" = 0 ]; then
-				# The answers are words; check gets them split, as a learner types them.
-				# shellcheck disable=SC2086
-				out=$("$LAB_EXERCISES/$name/check" --arch "$arch" $answer 2>&1) || rc=$?
-			else
-				out="solution failed: $answer"
-			fi
-			if [ "$rc" = 0 ]; then
-				printf 'PASS %-20s %-7s %s\n' "$name" "$arch" "$answer"
-			else
-				printf 'FAIL %-20s %-7s %s\n' "$name" "$arch" "$answer"
-				printf '%s\n' "$out" | sed 's/^/     | /'
-				failed=$((failed + 1))
-			fi
+		for kernel in $(lab_kernels_for "$name"); do
+			use_kernel "$kernel"
+			for arch in $(lab_conf "$name" arches); do
+				lab_instructor_one "$name" "$arch" "$tmp" || failed=$((failed + 1))
+			done
 		done
 		printf '     %-20s solution: %s\n' "" "exercises/$name/solution.md"
 	done < <(lab_all)
 	rm -f "$tmp"
 	[ "$failed" = 0 ] || echo "$failed checker run(s) failed" >&2
 	[ "$failed" = 0 ]
+}
+
+# lab_instructor_one NAME ARCH TMP: one solution through its checker on
+# the lab's kernel; non-zero when it fails.
+lab_instructor_one() {
+	local name=$1 arch=$2 tmp=$3 answer out rc=0 where
+	where="$arch${LAB_SUFFIX:+ $LAB_KERNEL}"
+	if [ ! -f "$(build_dir "$arch")/vmlinux" ]; then
+		printf 'SKIP %-20s %-7s no %s kernel built\n' "$name" "$where" "$where"
+		return 0
+	fi
+	answer=$(lab_solution "$name" "$arch" 2>"$tmp") || rc=$?
+	if [ "$rc" != 0 ]; then
+		answer="$answer $(cat "$tmp")"
+		out="solution failed: $answer"
+	else
+		# The answers are words; check gets them split, as a learner types them.
+		# shellcheck disable=SC2086
+		out=$("$LAB_EXERCISES/$name/check" --arch "$arch" $answer 2>&1) || rc=$?
+	fi
+	if [ "$rc" = 0 ]; then
+		printf 'PASS %-20s %-7s %s\n' "$name" "$where" "$answer"
+		return 0
+	fi
+	printf 'FAIL %-20s %-7s %s\n' "$name" "$where" "$answer"
+	printf '%s\n' "$out" | sed 's/^/     | /'
+	return 1
 }
 
 # cmd_lab [ARCH] [--instructor] [COMMAND ARGS...]

@@ -67,7 +67,7 @@ build_initramfs() {
 	local -a selftest
 	out=$(initramfs_image "$arch")
 	busybox=$(busybox_binary "$arch")
-	[ -x "$busybox" ] || die "busybox for $arch not found at $busybox; run: ./run.sh setup"
+	[ -x "$busybox" ] || die "busybox for $arch not found at $busybox; run: ./run.sh setup$LAB_KOPT"
 	stamp=$(initramfs_stamp "$arch")
 	[ -f "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ] && return 0
 	stage="$KCFI_LAB_HOME/initramfs/stage-$arch"

@@ -3,9 +3,6 @@
 # the lab's commits from kernel-branch.bundle onto it with git cherry-pick,
 # and re-cut the bundle from the worktree (maintainer path). Sourced by run.sh.
 
-kernel_set DISTRO_TARBALL source_tarball
-DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$DISTRO_TARBALL}
-kernel_set DISTRO_PACKAGE source_package
 LAB_IDENT=(-c "user.name=KCFI Lab" -c "user.email=kcfi-lab@localhost")
 
 # lgit ARGS: git on the lab's repository, without the lock's descriptor:
@@ -27,7 +24,8 @@ distro_tag() {
 }
 
 # import_distro: the tarball becomes one commit tagged distro/VERSION and
-# the branch "distro". Debian's top-level .gitignore ignores everything, so
+# the branch $LAB_DISTRO ("distro", or "distro-VERSION" for a kernel other
+# than the default one). Debian's top-level .gitignore ignores everything, so
 # files are added with -f.
 import_distro() {
 	local tag version tmp
@@ -39,10 +37,10 @@ import_distro() {
 	# has exited. In the foreground it is part of the run that caused it.
 	lgit config gc.autoDetach false
 	if lgit rev-parse -q --verify "refs/tags/$tag" >/dev/null; then
-		lgit update-ref refs/heads/distro "refs/tags/$tag"
+		lgit update-ref "refs/heads/$LAB_DISTRO" "refs/tags/$tag"
 		return 0
 	fi
-	[ -f "$DISTRO_TARBALL" ] || die "$DISTRO_TARBALL not found; run: ./run.sh setup"
+	[ -f "$DISTRO_TARBALL" ] || die "$DISTRO_TARBALL not found; run: ./run.sh setup$LAB_KOPT"
 	info "importing $DISTRO_PACKAGE $version into $LAB_GIT (about a minute)"
 	tmp="$KCFI_LAB_HOME/import.tmp"
 	rm -rf "$tmp"
@@ -58,7 +56,7 @@ import_distro() {
 	commit=$(printf 'Import Debian %s %s\n\nDistro-Version: %s\n' "$DISTRO_PACKAGE" "$version" "$version" |
 		GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" lgit commit-tree "$tree")
 	lgit tag "$tag" "$commit"
-	lgit update-ref refs/heads/distro "$commit"
+	lgit update-ref "refs/heads/$LAB_DISTRO" "$commit"
 	rm -rf "$tmp" "$tmp.index"
 }
 
@@ -70,6 +68,11 @@ verify_bundle() {
 	[ -f "$KCFI_LAB_BUNDLE" ] || die "bundle not found: $KCFI_LAB_BUNDLE"
 	scratch=$(mktemp -d)
 	git init -q --bare "$scratch"
+	if out=$(git --git-dir="$scratch" bundle list-heads "$KCFI_LAB_BUNDLE" "refs/heads/$LAB_BRANCH" 2>&1) &&
+		[ -z "$out" ]; then
+		rm -rf "$scratch"
+		die "$KCFI_LAB_BUNDLE has no branch $LAB_BRANCH for Linux $LAB_KERNEL"
+	fi
 	out=$(git --git-dir="$scratch" bundle verify -q "$KCFI_LAB_BUNDLE" 2>&1) &&
 		out=$(git --git-dir="$scratch" fetch -q "$KCFI_LAB_BUNDLE" \
 			"refs/heads/$LAB_BRANCH:refs/heads/check" 2>&1) &&
@@ -80,7 +83,7 @@ verify_bundle() {
 
 # bundle_state: "DISTRO-COMMIT BUNDLE-TIP" for the current inputs.
 bundle_state() {
-	echo "$(lgit rev-parse distro) $(lgit rev-parse "refs/lab/bundle/$LAB_BRANCH")"
+	echo "$(lgit rev-parse "$LAB_DISTRO") $(lgit rev-parse "refs/lab/bundle/$LAB_BRANCH")"
 }
 
 fetch_bundle() {
@@ -96,7 +99,7 @@ remove_replay_tree() {
 	lgit worktree prune
 }
 
-# replay_commits: cherry-pick the bundle's commits onto "distro" in a
+# replay_commits: cherry-pick the bundle's commits onto $LAB_DISTRO in a
 # sparse scratch worktree, so the real worktree stays untouched until all
 # of them applied. Prints the new tip.
 replay_commits() {
@@ -104,11 +107,11 @@ replay_commits() {
 	tip=$(lgit rev-parse "refs/lab/bundle/$LAB_BRANCH")
 	root=$(lgit rev-list --max-parents=0 "$tip")
 	remove_replay_tree
-	lgit worktree add -q --no-checkout --detach "$tmp" distro >/dev/null
+	lgit worktree add -q --no-checkout --detach "$tmp" "$LAB_DISTRO" >/dev/null
 	local -a paths
 	mapfile -t paths < <(lgit diff --name-only "$root" "$tip" | sed 's|^|/|')
 	git -C "$tmp" sparse-checkout set --no-cone "${paths[@]}" >/dev/null
-	git -C "$tmp" checkout -q --detach distro
+	git -C "$tmp" checkout -q --detach "$LAB_DISTRO"
 	local c date subject
 	for c in $(lgit rev-list --reverse "$root..$tip"); do
 		date=$(lgit log -1 --format=%ad --date=raw "$c")
@@ -132,7 +135,7 @@ checkout_worktree() {
 	local new=$1
 	# A worktree without a recorded state never finished its first
 	# checkout (Ctrl-C): start it again.
-	if [ -e "$LAB_WORKTREE" ] && [ ! -f "$LAB_STATE/branch" ]; then
+	if [ -e "$LAB_WORKTREE" ] && [ ! -f "$LAB_BRANCH_STATE" ]; then
 		lgit worktree remove --force "$LAB_WORKTREE" 2>/dev/null || rm -rf "$LAB_WORKTREE"
 		lgit worktree prune
 	fi
@@ -165,7 +168,7 @@ prepare_tree() {
 	recover_worktree
 	local want have=""
 	want=$(bundle_state)
-	[ -f "$LAB_STATE/branch" ] && have=$(cat "$LAB_STATE/branch")
+	[ -f "$LAB_BRANCH_STATE" ] && have=$(cat "$LAB_BRANCH_STATE")
 	if [ "$want" = "$have" ] && [ -e "$LAB_WORKTREE/Makefile" ]; then
 		return 0
 	fi
@@ -173,18 +176,18 @@ prepare_tree() {
 	local new
 	new=$(replay_commits)
 	checkout_worktree "$new"
-	echo "$want" >"$LAB_STATE/branch"
-	lgit log --oneline "distro..$LAB_BRANCH" | sed 's/^/  /' >&2
+	echo "$want" >"$LAB_BRANCH_STATE"
+	lgit log --oneline "$LAB_DISTRO..$LAB_BRANCH" | sed 's/^/  /' >&2
 }
 
 # recut_bundle: rewrite the worktree branch's commits onto a sparse root
 # (only the files the lab touches, as in the distro import) and write them
-# to kernel-branch.bundle. The bundle then needs no prerequisite, and git's
+# to kernel-branch.bundle, beside the other kernels' branches. The bundle then needs no prerequisite, and git's
 # 3-way merge replays it onto later point releases of the same kernel.
 recut_bundle() {
 	local base head version
 	head=$(lgit rev-parse "$LAB_BRANCH")
-	base=$(lgit merge-base distro "$head")
+	base=$(lgit merge-base "$LAB_DISTRO" "$head")
 	version=$(distro_version)
 	if [ -n "$(lgit rev-list --merges "$base..$head")" ]; then
 		die "the $LAB_BRANCH branch has merge commits; rebase it onto distro first"
@@ -219,12 +222,17 @@ recut_bundle() {
 	scratch=$(mktemp -d)
 	git init -q --bare "$scratch"
 	lgit update-ref refs/lab/recut "$parent"
-	git --git-dir="$scratch" fetch -q "$LAB_GIT" "refs/lab/recut:refs/heads/$LAB_BRANCH"
-	git --git-dir="$scratch" bundle create -q "$KCFI_LAB_BUNDLE.tmp" "refs/heads/$LAB_BRANCH"
+	# The bundle carries a branch for every kernel: the other kernels'
+	# branches go into the new bundle as they were.
+	if [ -f "$KCFI_LAB_BUNDLE" ]; then
+		git --git-dir="$scratch" fetch -q "$KCFI_LAB_BUNDLE" "refs/heads/*:refs/heads/*"
+	fi
+	git --git-dir="$scratch" fetch -q --force "$LAB_GIT" "refs/lab/recut:refs/heads/$LAB_BRANCH"
+	git --git-dir="$scratch" bundle create -q "$KCFI_LAB_BUNDLE.tmp" --branches
 	mv "$KCFI_LAB_BUNDLE.tmp" "$KCFI_LAB_BUNDLE"
 	rm -rf "$scratch"
 	# The replayed branch now matches the new bundle: no replay needed.
 	fetch_bundle
-	bundle_state >"$LAB_STATE/branch"
+	bundle_state >"$LAB_BRANCH_STATE"
 	info "wrote $KCFI_LAB_BUNDLE ($(stat -c %s "$KCFI_LAB_BUNDLE") bytes, $(lgit rev-list --count "$base..$head") commits)"
 }

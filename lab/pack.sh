@@ -6,7 +6,7 @@
 # by run.sh.
 
 PACK_FORMAT="kcfi-lab-pack 1"
-PACK_MANIFEST="$KCFI_LAB_HOME/pack.manifest"
+# PACK_MANIFEST, the installed pack's manifest, is per kernel: kernel_paths.
 
 bundle_sha() {
 	sha256sum <"$KCFI_LAB_BUNDLE" | cut -d' ' -f1
@@ -22,10 +22,10 @@ pack_files() {
 	out=$(build_dir "$arch")
 	image=$(kernel_image "$arch")
 	karch=$(kbuild_arch "$arch")
-	rel="build/$arch"
+	rel="build/$arch$LAB_SUFFIX"
 	printf '%s\n' "$rel/vmlinux" "$rel/.config" "$rel/System.map" "$rel/vmlinux-gdb.py" \
 		"$rel${image#"$out"}" "$rel/Module.symvers" \
-		"initramfs/$arch.cpio.gz"
+		"initramfs/$arch$LAB_SUFFIX.cpio.gz"
 	(
 		cd "$KCFI_LAB_HOME" || exit
 		find "$rel/scripts/gdb" -name '*.py'
@@ -46,7 +46,7 @@ pack_source_files() {
 		cd "$LAB_WORKTREE" || exit
 		find . -maxdepth 1 -name 'Makefile*'
 		find include scripts \( -type f -o -type l -xtype f \)
-		git diff --name-only --diff-filter=d distro..HEAD
+		git diff --name-only --diff-filter=d "$LAB_DISTRO..HEAD"
 		for arch in "$@"; do
 			karch=$(kbuild_arch "$arch")
 			find "arch/$karch" -maxdepth 1 -name 'Makefile*'
@@ -55,13 +55,14 @@ pack_source_files() {
 			sed -e '/^#/d' -e '/^$/d' -e "s/@kbuild_arch@/$karch/g" "$KCFI_LAB_ROOT/exercises/pack-sources" |
 				while read -r path; do find "$path" -type f; done
 		done
-	) | sed -e 's|^\./||' -e 's|^|worktree/|' | LC_ALL=C sort -u
+	) | sed -e 's|^\./||' -e "s|^|worktree$LAB_SUFFIX/|" | LC_ALL=C sort -u
 }
 
 # write_manifest ARCHES DEBS
 write_manifest() {
 	local arches=$1 debs=$2
 	echo "format: $PACK_FORMAT"
+	echo "kernel: $LAB_KERNEL"
 	echo "arches: $arches"
 	echo "created: $(date -u +%FT%TZ)"
 	echo "bundle-sha256: $(bundle_sha)"
@@ -71,7 +72,7 @@ write_manifest() {
 		echo "debs: $(dpkg --print-architecture), $(find "$DEBS_DIR" -name '*.deb' | wc -l) packages for $(paste -sd' ' "$DEBS_DIR/learner-packages")"
 	fi
 	echo "kernel-branch:"
-	git -C "$LAB_WORKTREE" log --format='  %h %s' distro..HEAD
+	git -C "$LAB_WORKTREE" log --format='  %h %s' "$LAB_DISTRO..HEAD"
 }
 
 # cmd_pack OUTPUT DEBS ARCH...: DEBS not empty (--debs) adds the
@@ -80,11 +81,11 @@ cmd_pack() {
 	local output=$1 debs=$2 arch stage
 	shift 2
 	if [ ! -d "$LAB_GIT" ] || [ ! -e "$LAB_WORKTREE/Makefile" ]; then
-		die "nothing to pack: build first (./run.sh build $*)"
+		die "nothing to pack: build first (./run.sh build $*$LAB_KOPT)"
 	fi
 	for arch in "$@"; do
-		kernel_is_built "$arch" || die "the $arch kernel is not built from the current tree; run: ./run.sh build $arch"
-		[ -f "$(initramfs_image "$arch")" ] || die "no $arch initramfs; run: ./run.sh build $arch"
+		kernel_is_built "$arch" || die "the $arch kernel is not built from the current tree; run: ./run.sh build $arch$LAB_KOPT"
+		[ -f "$(initramfs_image "$arch")" ] || die "no $arch initramfs; run: ./run.sh build $arch$LAB_KOPT"
 	done
 	stage=$(mktemp -d)
 	# The stage and a half-written pack go however pack ends.
@@ -130,6 +131,9 @@ cmd_unpack() {
 		bad=$(printf '%s\n' "$sums" | sed -n 's/: FAILED.*//p' | sed -n 1p)
 		die "$file is damaged: checksum mismatch${bad:+ in $bad}; copy it again"
 	fi
+	# The pack's kernel: a pack made before there were two has none, and
+	# is the default kernel's.
+	use_kernel "$(sed -n 's/^kernel: //p' "$tmp/MANIFEST" | grep . || echo "$LAB_DEFAULT_KERNEL")"
 	want=$(sed -n 's/^bundle-sha256: //p' "$tmp/MANIFEST")
 	have=$(bundle_sha)
 	[ "$want" = "$have" ] ||
@@ -146,8 +150,8 @@ cmd_unpack() {
 	mv -f "$tmp/MANIFEST" "$PACK_MANIFEST.new"
 	# A home with the kernel's repository keeps its own worktree.
 	if [ -d "$LAB_GIT" ]; then
-		rm -rf "$tmp/worktree"
-	elif [ -d "$tmp/worktree" ]; then
+		rm -rf "$tmp/worktree$LAB_SUFFIX"
+	elif [ -d "$tmp/worktree$LAB_SUFFIX" ]; then
 		rm -rf "$LAB_WORKTREE"
 	fi
 	# Hard links: the same file system, one process for thousands of
@@ -158,15 +162,15 @@ cmd_unpack() {
 	cp -al --remove-destination "${entries[@]}" "$KCFI_LAB_HOME/" 2>/dev/null ||
 		cp -a --remove-destination "${entries[@]}" "$KCFI_LAB_HOME/" ||
 		die "installing the pack into $KCFI_LAB_HOME failed; run unpack again"
-	[ -d "$LAB_GIT" ] || [ ! -d "$tmp/worktree" ] || pack_worktree_git
+	[ -d "$LAB_GIT" ] || [ ! -d "$tmp/worktree$LAB_SUFFIX" ] || pack_worktree_git
 	mv -f "$PACK_MANIFEST.new" "$PACK_MANIFEST"
-	info "installed the pack into $KCFI_LAB_HOME: $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
+	info "installed the pack into $KCFI_LAB_HOME: Linux $LAB_KERNEL, $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
 	[ -z "$debs" ] || debs_install
 }
 
 # pack_worktree_git: the lab's kernel commits in a pack's worktree, from
 # the repository's bundle (whose checksum unpack compared with the pack's):
-# branch kcfi-lab on its sparse root, named distro. The pack's files stay
+# the kernel's branch on its sparse root, named $LAB_DISTRO. The pack's files stay
 # as they are; git tracks only the files the commits touch.
 pack_worktree_git() {
 	local wt="$LAB_WORKTREE" root
@@ -176,7 +180,7 @@ pack_worktree_git() {
 		die "cannot read $LAB_BRANCH from $KCFI_LAB_BUNDLE"
 	git -C "$wt" symbolic-ref HEAD "refs/heads/$LAB_BRANCH"
 	root=$(git -C "$wt" rev-list --max-parents=0 "$LAB_BRANCH")
-	git -C "$wt" branch -f distro "$root"
+	git -C "$wt" branch -f "$LAB_DISTRO" "$root"
 	git -C "$wt" reset -q
 	printf '%s\n' '# A pack carries part of the kernel tree; git tracks what the lab changed.' '*' \
 		>>"$wt/.git/info/exclude"

@@ -3,45 +3,24 @@
 # busybox-static of every other arch without installing it. Sourced by
 # run.sh.
 
-# Debian packages, and the command that proves each is usable: the
-# kernel's source and toolchain and the QEMU of each arch the kernel has
-# KCFI on, from their files, then the rest.
-kernel_set _pkg source_package
-LAB_PACKAGES=(
-	"$_pkg:"
-	"clang$KCFI_LAB_LLVM:clang$KCFI_LAB_LLVM"
-	"lld$KCFI_LAB_LLVM:ld.lld$KCFI_LAB_LLVM"
-	"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
-)
-for _arch in "${LAB_ARCH_FILES[@]}"; do
-	arch_in_kernel "$_arch" || continue
-	arch_set _pkg "$_arch" qemu_package
-	arch_set _cmd "$_arch" qemu
-	LAB_PACKAGES+=("$_pkg:$_cmd")
-done
-unset _arch _pkg _cmd
-LAB_PACKAGES+=(
-	"gdb-multiarch:gdb-multiarch"
-	"busybox-static:"
-	"tmux:tmux"
-	"make:make"
-	"gcc:gcc"
-	"libc6-dev:"
-	"bc:bc"
-	"bison:bison"
-	"flex:flex"
-	"libelf-dev:"
-	"libdw-dev:"
-	"libssl-dev:"
-	"cpio:cpio"
-	"xz-utils:xz"
-	"git:git"
-	"python3:python3"
-	"iproute2:ss"
-	"procps:pgrep"
-	"less:less"
-	"shellcheck:shellcheck"
-)
+# lab_packages: the Debian packages, each with the command that proves it
+# usable ("PACKAGE:COMMAND"): the lab kernel's source and toolchain and
+# the QEMU of each arch it has KCFI on, from their files, then the rest.
+# Asked when needed: --kernel may have changed the kernel since startup.
+lab_packages() {
+	local arch
+	printf '%s\n' "$DISTRO_PACKAGE:" \
+		"clang$KCFI_LAB_LLVM:clang$KCFI_LAB_LLVM" \
+		"lld$KCFI_LAB_LLVM:ld.lld$KCFI_LAB_LLVM" \
+		"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
+	for arch in $(lab_arches); do
+		echo "$(arch_get "$arch" qemu_package):$(arch_get "$arch" qemu)"
+	done
+	printf '%s\n' gdb-multiarch:gdb-multiarch busybox-static: tmux:tmux make:make gcc:gcc \
+		libc6-dev: bc:bc bison:bison flex:flex libelf-dev: libdw-dev: libssl-dev: \
+		cpio:cpio xz-utils:xz git:git python3:python3 iproute2:ss procps:pgrep \
+		less:less shellcheck:shellcheck
+}
 
 package_installed() {
 	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
@@ -49,7 +28,7 @@ package_installed() {
 
 missing_packages() {
 	local entry
-	for entry in "${LAB_PACKAGES[@]}"; do
+	for entry in $(lab_packages); do
 		package_installed "${entry%%:*}" || echo "${entry%%:*}"
 	done
 }
@@ -88,7 +67,7 @@ install_packages() {
 # installed while PATH hides it).
 check_tools() {
 	local entry cmd
-	for entry in "${LAB_PACKAGES[@]}"; do
+	for entry in $(lab_packages); do
 		cmd=${entry#*:}
 		[ -n "$cmd" ] && require_tool "$cmd" "${entry%%:*}"
 	done

@@ -8,16 +8,18 @@ CFI_TESTS="CFI_FORWARD_PROTO CFI_FORWARD_RETURN CFI_FORWARD_ARG CFI_FORWARD_MIDD
 
 # console_log ARCH MODE: where guest_console keeps that boot's console.
 console_log() {
-	echo "$TEST_TMP/console-$1-$2.log"
+	echo "$TEST_TMP/console-$1$LAB_SUFFIX-$2.log"
 }
 
 # guest_console ARCH MODE: boot once per arch and mode (cached) and set
 # CONSOLE to the console log. Asserts, so never inside $(...).
 guest_console() {
 	local arch=$1 mode=$2 log
+	local -a extra
 	log=$(console_log "$arch" "$mode")
 	if [ ! -s "$log" ]; then
-		lab "$arch" "--$mode" --timeout 600 \
+		mapfile -t extra < <(guest_args "$arch")
+		lab "$arch" "--$mode" ${extra[@]+"${extra[@]}"} --timeout 600 \
 			--run "lkdtm $CFI_TESTS; lkdtm-selftest $CFI_TESTS; echo ALIVE" >"$log.tmp" 2>"$log.err" ||
 			fail "scripted $arch $mode boot failed: $(tail -n 3 "$log.err")"
 		mv "$log.tmp" "$log"
@@ -52,9 +54,9 @@ mismatches() {
 # listed in $TEST_TMP/ARCH-xfail. Asserts, so never inside $(...).
 arch_mismatches() {
 	local arch=$1 test caller target from sec
-	MISMATCHES=$TEST_TMP/$arch-mismatches
+	MISMATCHES=$TEST_TMP/$arch$LAB_SUFFIX-mismatches
 	: >"$MISMATCHES"
-	: >"$TEST_TMP/$arch-xfail"
+	: >"$TEST_TMP/$arch$LAB_SUFFIX-xfail"
 	while read -r test caller target from; do
 		if [ -n "$(symbol_addr "$arch" "$caller")" ]; then
 			echo "$test $caller $target $from" >>"$MISMATCHES"
@@ -63,13 +65,13 @@ arch_mismatches() {
 		sec=$(section_file "$arch" "$test")
 		section "$CONSOLE" "$test" >"$sec"
 		assert_grep "lkdtm: XFAIL: " "$sec" "$arch: $test has no $caller, so lkdtm says XFAIL"
-		echo "$test" >>"$TEST_TMP/$arch-xfail"
+		echo "$test" >>"$TEST_TMP/$arch$LAB_SUFFIX-xfail"
 	done < <(mismatches)
 }
 
 # section_file ARCH TEST: where check_failure_line leaves TEST's lines.
 section_file() {
-	echo "$TEST_TMP/$1-$2.txt"
+	echo "$TEST_TMP/$1$LAB_SUFFIX-$2.txt"
 }
 
 # check_failure_line ARCH LOG TEST CALLER TARGET EXPECTED-FROM: the report
@@ -95,7 +97,7 @@ selftest_agrees() {
 	local test verdict
 	for test in $CFI_TESTS; do
 		verdict="ok \(exit 0\)"
-		if grep -qx "$test" "$TEST_TMP/$2-xfail"; then
+		if grep -qx "$test" "$TEST_TMP/$2$LAB_SUFFIX-xfail"; then
 			verdict="skip \(exit 4\)"
 		fi
 		assert_grep "^lkdtm-selftest: $test: $verdict$" "$1" "the kernel's selftest: $test $verdict"
@@ -118,9 +120,9 @@ strict_run() {
 		assert_no_grep 'FAIL: survived' "$sec"
 	done <"$MISMATCHES"
 	for test in CFI_ASM_TYPED CFI_NOCFI CFI_ADDR_EQUALITY; do
-		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
-		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
-		assert_no_grep 'CFI failure|FAIL' "$TEST_TMP/$arch-$test.txt"
+		section "$log" "$test" >"$(section_file "$arch" "$test")"
+		assert_grep 'lkdtm: ok: ' "$(section_file "$arch" "$test")" "$test passes"
+		assert_no_grep 'CFI failure|FAIL' "$(section_file "$arch" "$test")"
 	done
 	selftest_agrees "$log" "$arch"
 	# The oopses leave nothing behind: no task dies with interrupts
@@ -150,8 +152,8 @@ permissive_run() {
 	assert_grep 'Tainted: G +W ' "$log" "W taint after the first warning"
 	assert_no_grep 'Tainted: P' "$log"
 	for test in CFI_ASM_TYPED CFI_NOCFI CFI_ADDR_EQUALITY; do
-		section "$log" "$test" >"$TEST_TMP/$arch-$test.txt"
-		assert_grep 'lkdtm: ok: ' "$TEST_TMP/$arch-$test.txt" "$test passes"
+		section "$log" "$test" >"$(section_file "$arch" "$test")"
+		assert_grep 'lkdtm: ok: ' "$(section_file "$arch" "$test")" "$test passes"
 	done
 	selftest_agrees "$log" "$arch"
 	assert_grep '^ALIVE$' "$log"

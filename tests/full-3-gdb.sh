@@ -27,9 +27,11 @@ assert_loopback_only() {
 }
 
 gdb_walk() {
-	local arch=$1 port pid console="$TEST_TMP/gdb-$1-console.log" log="$TEST_TMP/gdb-$1.log"
+	local arch=$1 port pid console="$TEST_TMP/gdb-$1$LAB_SUFFIX-console.log" log="$TEST_TMP/gdb-$1$LAB_SUFFIX.log"
 	port=$(free_port)
-	lab "$arch" --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$console" 2>&1 &
+	local -a extra
+	mapfile -t extra < <(guest_args "$arch")
+	lab "$arch" ${extra[@]+"${extra[@]}"} --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$console" 2>&1 &
 	pid=$!
 	# shellcheck disable=SC2064 # the port is fixed now
 	trap "pkill -f 'tcp:127.0.0.1:$port' 2>/dev/null || true" EXIT

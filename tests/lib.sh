@@ -45,12 +45,26 @@ lab() {
 	"$KCFI_LAB_ROOT/run.sh" "$@"
 }
 
+# guest_args ARCH: the options every test boot of ARCH on the lab kernel
+# gets, one word a line: where the kernel re-randomizes the type ids at
+# boot, the argument that keeps the compiler's, so that what the guest
+# reports can be compared with the vmlinux.
+guest_args() {
+	local norand
+	norand=$(kernel_get norand_arg)
+	if [ -n "$norand" ] && kernel_rerandomizes "$1"; then
+		printf '%s\n' --append "$norand"
+	fi
+}
+
 # --- Facts derived from the build, never typed in -------------------------
 
 # shellcheck source=lab/common.sh
 . "$KCFI_LAB_ROOT/lab/common.sh"
 # shellcheck source=lab/setup.sh
 . "$KCFI_LAB_ROOT/lab/setup.sh"
+# shellcheck source=lab/build.sh
+. "$KCFI_LAB_ROOT/lab/build.sh"
 # shellcheck source=lab/tool.sh
 . "$KCFI_LAB_ROOT/lab/tool.sh"
 # shellcheck source=lab/facts.sh
