@@ -34,18 +34,41 @@ def gdb_arch():
             else out.strip().rstrip(".").split()[-1].strip('"')
 
 
+def read_conf(path):
+    """A lab data file (KEY=VALUE lines) as a dict."""
+    conf = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line and not line.startswith("#") and "=" in line:
+                key, value = line.split("=", 1)
+                conf[key] = value
+    return conf
+
+
+def kernel_conf():
+    """The lab kernel's file (KCFI_LAB_KERNEL, else the default one)."""
+    want = os.environ.get("KCFI_LAB_KERNEL", "")
+    for path in sorted(glob.glob(os.path.join(ROOT, "lab", "kernel", "*.conf"))):
+        conf = read_conf(path)
+        version = os.path.basename(path)[:-len(".conf")]
+        if version == want or (not want and conf.get("default") == "yes"):
+            return conf
+    raise gdb.GdbError("no lab/kernel/%s.conf" % (want or "*"))
+
+
 def arch_conf():
-    """The lab's arch file for gdb's architecture, as a dict (name: its arch)."""
+    """The lab's arch file for gdb's architecture, as a dict (name: its
+    arch), with the lab kernel's ARCH.KEY values over the arch's own."""
     name = gdb_arch()
     for path in sorted(glob.glob(os.path.join(ROOT, "lab", "arch", "*.conf"))):
-        conf = {"name": os.path.basename(path)[:-len(".conf")]}
-        with open(path) as f:
-            for line in f:
-                line = line.rstrip("\n")
-                if line and not line.startswith("#") and "=" in line:
-                    key, value = line.split("=", 1)
-                    conf[key] = value
+        conf = read_conf(path)
+        conf["name"] = os.path.basename(path)[:-len(".conf")]
         if conf.get("gdb_arch") == name:
+            prefix = conf["name"] + "."
+            for key, value in kernel_conf().items():
+                if key.startswith(prefix):
+                    conf[key[len(prefix):]] = value
             return conf
     raise gdb.GdbError("no lab/arch/*.conf has gdb_arch=%s" % name)
 

@@ -167,6 +167,10 @@ kernel_set() {
 }
 
 arch_set() {
+	if [ -n "${LAB_CONF["kernel/$LAB_KERNEL/$2.$3"]+set}" ]; then
+		printf -v "$1" '%s' "${LAB_CONF["kernel/$LAB_KERNEL/$2.$3"]}"
+		return 0
+	fi
 	conf_set "$1" "arch/$2" "$3" "lab/arch/$2.conf"
 }
 
@@ -208,8 +212,14 @@ arch_list() {
 	lab_arches | paste -sd' ' | sed 's/ /, /g'
 }
 
-# arch_get ARCH KEY: a value of ARCH's file (ARCH is canonical).
+# arch_get ARCH KEY: a value of ARCH's file (ARCH is canonical), or the
+# lab kernel's, when its file sets ARCH.KEY: what an arch's kernel code
+# calls a thing can change from one kernel to the next.
 arch_get() {
+	if [ -n "${LAB_CONF["kernel/$LAB_KERNEL/$1.$2"]+set}" ]; then
+		printf '%s\n' "${LAB_CONF["kernel/$LAB_KERNEL/$1.$2"]}"
+		return 0
+	fi
 	[ -n "${LAB_CONF["arch/$1/$2"]+set}" ] || die "lab/arch/$1.conf does not set $2"
 	printf '%s\n' "${LAB_CONF["arch/$1/$2"]}"
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The lab's other kernels (lab/kernel/*.conf other than the default):
+# each is built for every arch it has KCFI on, and its guests go through
+# the same boots and gdb walk as the default kernel's, judged the same
+# way. Then what only some kernels do: the type ids re-randomized at
+# boot, the padded preambles, the kernel's own line naming the CFI
+# implementation.
+
+# other_kernels: every kernel of lab/kernel/ but the default one.
+other_kernels() {
+	local k
+	for k in $(lab_kernels); do
+		[ "$k" = "$LAB_DEFAULT_KERNEL" ] || echo "$k"
+	done
+}
+
+# each_kernel_arch FUNCTION: FUNCTION ARCH for every other kernel and
+# every arch it has, with that kernel made the lab's kernel (the tests
+# run in a subshell of their own, so the choice ends with the test).
+each_kernel_arch() {
+	local k arch n=0
+	for k in $(other_kernels); do
+		use_kernel "$k"
+		for arch in $(lab_arches); do
+			echo "--- Linux $k, $arch"
+			"$1" "$arch"
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -gt 0 ] || skip "the lab has no kernel but $LAB_DEFAULT_KERNEL"
+}
+
+build_kernel_arch() {
+	lab build --kernel "$LAB_KERNEL" "$1"
+	[ -f "$(kernel_image "$1")" ] || fail "no $1 kernel image for Linux $LAB_KERNEL"
+	[ -f "$(initramfs_image "$1")" ] || fail "no $1 initramfs for Linux $LAB_KERNEL"
+	[ -e "$(build_dir "$1")/vmlinux-gdb.py" ] || fail "no vmlinux-gdb.py for $1"
+	config_has_every_requested_option "$1"
+	# The kernel named by its version: the worktree is the package's.
+	assert_grep "^VERSION = ${LAB_KERNEL%%.*}$" "$LAB_WORKTREE/Makefile" "the worktree's kernel version"
+	assert_grep "^PATCHLEVEL = ${LAB_KERNEL#*.}$" "$LAB_WORKTREE/Makefile" "the worktree's patch level"
+}
+
+test_kernels_build_every_arch() { each_kernel_arch build_kernel_arch; }
+
+test_kernels_worktree_holds_their_bundle_commits() {
+	local k repo want got
+	for k in $(other_kernels); do
+		use_kernel "$k"
+		repo="$TEST_TMP/bundle-$k.git"
+		git init -q --bare "$repo"
+		git --git-dir="$repo" fetch -q "$KCFI_LAB_BUNDLE" "refs/heads/$LAB_BRANCH:refs/heads/b"
+		want=$(git --git-dir="$repo" log --format=%s "$(git --git-dir="$repo" rev-list --max-parents=0 b)..b")
+		[ -n "$want" ] || fail "the bundle's $LAB_BRANCH has no commits"
+		got=$(git -C "$LAB_WORKTREE" log --format=%s "$LAB_DISTRO..$LAB_BRANCH")
+		assert_eq "$got" "$want" "Linux $k: lab commits in the worktree"
+		git --git-dir="$LAB_GIT" log -1 --format=%B "$LAB_DISTRO" |
+			has_match "^Distro-Version: $(dpkg-query -W -f='${Version}' "$DISTRO_PACKAGE")$" ||
+			fail "Linux $k: the import does not record the package version"
+	done
+}
+
+# The same boots as the default kernel's (tests/full-2-guest.sh), with
+# ids the guest keeps as the compiler made them (guest_args).
+kernel_strict() {
+	strict_run "$1"
+	local impl
+	impl=$(kernel_impl_line "$1")
+	[ -z "$impl" ] || assert_grep "$impl" "$CONSOLE" "Linux $LAB_KERNEL names its CFI implementation"
+	assert_grep "Linux version $LAB_KERNEL\\.[0-9]+.*clang version ${KCFI_LAB_LLVM#-}\\." "$CONSOLE" \
+		"Linux $LAB_KERNEL built by clang$KCFI_LAB_LLVM"
+}
+
+test_kernels_strict_lkdtm() { each_kernel_arch kernel_strict; }
+test_kernels_permissive_lkdtm() { each_kernel_arch permissive_run; }
+test_kernels_gdb_walk() { each_kernel_arch gdb_walk; }
+
+# report_types LOG: "EXPECTED TARGET" of the first CFI report in LOG.
+report_types() {
+	sed -nE 's/.*CFI failure at lkdtm_indirect_call\+.*expected type: 0x([0-9a-f]{8}); target type: 0x([0-9a-f]{8})\).*/\1 \2/p' "$1" |
+		sed -n 1p
+}
+
+# Where the kernel re-randomizes the ids, two boots report two expected
+# types, neither the compiler's, and the mismatch is caught all the same.
+rerandomized_boots() {
+	local arch=$1 i log exp tgt compiler_exp compiler_tgt
+	local -a seen=()
+	kernel_rerandomizes "$arch" || {
+		echo "Linux $LAB_KERNEL keeps the compiler's ids on $arch"
+		return 0
+	}
+	compiler_exp=$(preamble_type "$arch" lkdtm_increment_void)
+	compiler_tgt=$(preamble_type "$arch" lkdtm_increment_int)
+	for i in 1 2; do
+		log="$TEST_TMP/rand-$arch$LAB_SUFFIX-$i.log"
+		lab "$arch" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$log" 2>&1 ||
+			fail "boot $i failed: $(tail -n 3 "$log")"
+		read -r exp tgt <<<"$(report_types "$log")"
+		{ [ -n "$exp" ] && [ -n "$tgt" ]; } || fail "boot $i: no report with both types"
+		echo "boot $i: expected 0x$exp, target 0x$tgt (compiler: 0x$compiler_exp, 0x$compiler_tgt)"
+		[ "$exp" != "$compiler_exp" ] || fail "boot $i reports the compiler's expected type 0x$exp"
+		[ "$tgt" != "$compiler_tgt" ] || fail "boot $i reports the compiler's target type 0x$tgt"
+		[ "$exp" != "$tgt" ] || fail "boot $i: the two types are the same"
+		assert_grep "^\[ *[0-9.]+\] $(arch_get "$arch" oops_line)" "$log" "boot $i: the mismatch still oopses"
+		assert_grep '^ALIVE$' "$log" "boot $i: the guest survived"
+		assert_no_grep 'Kernel command line:.*cfi=norand' "$log"
+		seen+=("$exp")
+	done
+	[ "${seen[0]}" != "${seen[1]}" ] || fail "two boots reported the same expected type 0x${seen[0]}"
+}
+
+test_kernels_rerandomize_type_ids_at_boot() { each_kernel_arch rerandomized_boots; }
+
+# Every preamble the lab's tool finds is as long as llvm-objdump says the
+# __cfi_ symbol's instructions are, on every kernel and arch: the tool
+# reads padded preambles (x86_64 with CALL_PADDING: 16 bytes) as well as
+# the seeds' ones.
+preamble_size_agrees() {
+	local arch=$1 bytes dis n
+	bytes=$(kcfi_fact_tool func --json "$(vmlinux_of "$arch")" lkdtm_increment_void | json_field functions.0.preamble_bytes)
+	dis=$("llvm-objdump$KCFI_LAB_LLVM" -d --no-show-raw-insn \
+		--disassemble-symbols=lkdtm_increment_void "$(vmlinux_of "$arch")")
+	[ -n "$dis" ] || fail "no lkdtm_increment_void"
+	n=$(symbol_addr "$arch" lkdtm_increment_void)
+	[ -n "$n" ] || fail "no address for lkdtm_increment_void"
+	local cfi
+	cfi=$(symbol_addr "$arch" __cfi_lkdtm_increment_void)
+	if [ -n "$cfi" ]; then
+		assert_eq "$bytes" "$((0x$n - 0x$cfi))" "$arch: preamble bytes = entry - __cfi_ symbol"
+	else
+		echo "$arch: no __cfi_ symbol; the tool says $bytes bytes"
+	fi
+}
+
+test_kernels_tool_reads_their_preambles() { each_kernel_arch preamble_size_agrees; }
