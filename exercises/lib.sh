@@ -3,8 +3,9 @@
 # lab/exercises.sh. Sourced, never executed.
 #
 # Every expected answer is derived here from the learner's own build: the
-# vmlinux (llvm-objdump-16, llvm-nm-16, llvm-readelf-16), the kernel
-# worktree, clang-16 itself, or the console of a booted guest. Nothing a
+# vmlinux (the lab kernel's llvm-objdump, llvm-nm, llvm-readelf), the
+# kernel worktree, the kernel's clang itself, or the console of a booted
+# guest. Nothing a
 # learner is asked to find is written down in the repository.
 # shellcheck disable=SC2034 # EX_ARCH, EX_ARGS, GUEST_LOG and MODULE_KO are for the sourcing scripts
 
@@ -21,9 +22,11 @@ KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
 # shellcheck source=lab/facts.sh
 . "$KCFI_LAB_ROOT/lab/facts.sh"
 
-LLVM_OBJDUMP=llvm-objdump-16
-LLVM_NM=llvm-nm-16
-LLVM_READELF=llvm-readelf-16
+# The tools of the lab kernel's toolchain (its file's llvm=).
+LLVM_OBJDUMP=llvm-objdump$KCFI_LAB_LLVM
+LLVM_NM=llvm-nm$KCFI_LAB_LLVM
+LLVM_READELF=llvm-readelf$KCFI_LAB_LLVM
+CLANG=clang$KCFI_LAB_LLVM
 EX_CACHE=${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}
 
 # --- Verdicts ---------------------------------------------------------------
@@ -59,6 +62,20 @@ ex_init() {
 	EX_NAME=$1
 	EX_USAGE="./check [--arch ARCH] $2"
 	EX_ARCHES=$3
+	ex_use_kernel
+}
+
+# ex_use_kernel: the exercise's kernel (lab.conf's kernels:, default the
+# lab's default kernel): the lab kernel when it is one of them, else the
+# first, so that a checker run by hand reads the right build.
+ex_use_kernel() {
+	local kernels
+	kernels=$(sed -n 's/^kernels: *//p' "$EX_DIR/$EX_NAME/lab.conf" 2>/dev/null | sed -n 1p)
+	kernels=${kernels:-$LAB_DEFAULT_KERNEL}
+	case " $kernels " in
+	*" $LAB_KERNEL "*) ;;
+	*) use_kernel "${kernels%% *}" ;;
+	esac
 }
 
 # ex_parse_args ARGS...: --arch ARCH (default x86_64, or the only arch
@@ -207,7 +224,7 @@ clang_target() {
 	arch_get "$1" clang_target
 }
 
-# clang_typeid ARCH PROTOTYPE: the type id clang-16 -fsanitize=kcfi gives
+# clang_typeid ARCH PROTOTYPE: the type id clang -fsanitize=kcfi gives
 # a function of type PROTOTYPE, e.g. 'void (int *)': a tiny C file takes
 # the address of such a function, and clang emits __kcfi_typeid_f.
 clang_typeid() {
@@ -216,7 +233,7 @@ clang_typeid() {
 	# 'void (int *)' -> 'void f(int *)'
 	decl=$(printf '%s\n' "$proto" | sed -E 's/^([^(]*[^ (])[ ]*\(/\1 f(/')
 	printf 'struct file;\nextern %s;\nvoid *p = (void *)f;\n' "$decl" >"$tmp/t.c"
-	if ! clang-16 --target="$(clang_target "$arch")" -fsanitize=kcfi -c -o "$tmp/t.o" "$tmp/t.c" 2>"$tmp/err"; then
+	if ! "$CLANG" --target="$(clang_target "$arch")" -fsanitize=kcfi -c -o "$tmp/t.o" "$tmp/t.c" 2>"$tmp/err"; then
 		cat "$tmp/err" >&2
 		rm -rf "$tmp"
 		return 1
@@ -234,7 +251,7 @@ clang_mangle() {
 	local tmp sym
 	tmp=$(mktemp -d)
 	printf 'struct file;\ntemplate <class T> void g() {}\ntemplate void g<%s>();\n' "$1" >"$tmp/m.cc"
-	if ! clang-16 -x c++ -c -o "$tmp/m.o" "$tmp/m.cc" 2>"$tmp/err"; then
+	if ! "$CLANG" -x c++ -c -o "$tmp/m.o" "$tmp/m.cc" 2>"$tmp/err"; then
 		cat "$tmp/err" >&2
 		rm -rf "$tmp"
 		return 1

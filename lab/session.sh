@@ -7,14 +7,14 @@
 write_gdbinit() {
 	local arch=$1 port=$2 file=$3 out home
 	out=$(build_dir "$arch")
-	# gdb's commands run ./run.sh kcfi: in this home, whatever gdb's
-	# environment (a tmux pane's may lack KCFI_LAB_HOME).
+	# gdb's commands run ./run.sh kcfi: in this home and on this kernel,
+	# whatever gdb's environment (a tmux pane's may lack both).
 	home=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$KCFI_LAB_HOME")
 	# Written whole, then renamed: a reader never sees half a file.
 	cat >"$file.tmp" <<-GDB
 		set pagination off
 		set confirm off
-		python import os; os.environ["KCFI_LAB_HOME"] = $home
+		python import os; os.environ["KCFI_LAB_HOME"] = $home; os.environ["KCFI_LAB_KERNEL"] = "$LAB_KERNEL"
 		add-auto-load-safe-path $out
 		file $out/vmlinux
 		source $KCFI_LAB_ROOT/gdb-scripts/kcfi.py
@@ -178,6 +178,11 @@ run_session() {
 	fi
 	sock=$(tmux display-message -p -t "$win" '#{socket_path}')
 	tmux set-option -t "$win" remain-on-exit off >/dev/null 2>&1 || true
+	# The console also goes to a log, as a scripted boot's does: what a
+	# learner saw stays readable (and checkable) after the window closed.
+	local log
+	log=$(new_log "session-$arch")
+	tmux pipe-pane -t "$win" "exec sed -u 's/\r\$//' >>'$log'" 2>/dev/null || true
 	session_reaper "$dir" "$sock" "$win"
 	if [ -n "$port" ]; then
 		if ! wait_for_port "$port"; then
@@ -191,7 +196,7 @@ run_session() {
 	fi
 	local kind=session
 	[ -z "${TMUX:-}" ] || kind=window
-	info "tmux $kind '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it"
+	info "tmux $kind '$name': QEMU console${port:+ | gdb}; Ctrl-a x in the console or 'quit' in gdb closes it (console log: $log)"
 	if [ -n "${TMUX:-}" ]; then
 		tmux select-window -t "$win"
 	elif [ -n "$attach" ]; then

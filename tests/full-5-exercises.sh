@@ -19,6 +19,13 @@ ex_arches() {
 	sed -n 's/^arches: //p' "$(ex_dir "$1")/lab.conf"
 }
 
+# ex_kernels NAME: the kernels the exercise applies to.
+ex_kernels() {
+	local k
+	k=$(sed -n 's/^kernels: //p' "$(ex_dir "$1")/lab.conf")
+	echo "${k:-$LAB_DEFAULT_KERNEL}"
+}
+
 # mutate WORD: a near miss of an answer word.
 mutate() {
 	local w=$1
@@ -46,27 +53,30 @@ solution_answer() {
 # exercise_round NAME: on each arch it applies to and is built for, the
 # solution passes; replacing any one answer word by a near miss fails.
 exercise_round() {
-	local name=$1 arch answer i n ran=0
+	local name=$1 arch answer i n ran=0 kernel
 	local -a words wrong
 	ex_env
-	for arch in $(ex_arches "$name"); do
-		[ -f "$(vmlinux_of "$arch")" ] || continue
-		ran=1
-		answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
-		read -r -a words <<<"$answer"
-		[ "${#words[@]}" -gt 0 ] || fail "$name: empty solution on $arch"
-		expect_exit 0 "$(ex_dir "$name")/check" --arch "$arch" "${words[@]}"
-		[[ "$OUT" == "correct: "* ]] || fail "$name $arch: $OUT"
-		echo "$name $arch: $answer -> $OUT"
-		n=${#words[@]}
-		for ((i = 0; i < n; i++)); do
-			wrong=("${words[@]}")
-			wrong[i]=$(mutate "${words[i]}")
-			expect_exit 1 "$(ex_dir "$name")/check" --arch "$arch" "${wrong[@]}"
-			[[ "$OUT" == *"not yet: "* ]] || fail "$name $arch: no 'not yet' for ${wrong[*]}: $OUT"
+	for kernel in $(ex_kernels "$name"); do
+		use_kernel "$kernel"
+		for arch in $(ex_arches "$name"); do
+			[ -f "$(vmlinux_of "$arch")" ] || continue
+			ran=1
+			answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
+			read -r -a words <<<"$answer"
+			[ "${#words[@]}" -gt 0 ] || fail "$name: empty solution on $arch"
+			expect_exit 0 "$(ex_dir "$name")/check" --arch "$arch" "${words[@]}"
+			[[ "$OUT" == "correct: "* ]] || fail "$name $arch: $OUT"
+			echo "$name $arch: $answer -> $OUT"
+			n=${#words[@]}
+			for ((i = 0; i < n; i++)); do
+				wrong=("${words[@]}")
+				wrong[i]=$(mutate "${words[i]}")
+				expect_exit 1 "$(ex_dir "$name")/check" --arch "$arch" "${wrong[@]}"
+				[[ "$OUT" == *"not yet: "* ]] || fail "$name $arch: no 'not yet' for ${wrong[*]}: $OUT"
+			done
+			# Too few answers is bad usage.
+			expect_exit 2 "$(ex_dir "$name")/check" --arch "$arch"
 		done
-		# Too few answers is bad usage.
-		expect_exit 2 "$(ex_dir "$name")/check" --arch "$arch"
 	done
 	[ "$ran" = 1 ] || skip "no kernel built for $name ($(ex_arches "$name"))"
 }
@@ -81,6 +91,8 @@ test_ex07_permissive() { exercise_round 07-permissive; }
 test_ex08_asm_functions() { exercise_round 08-asm-functions; }
 test_ex09_traps_modules() { exercise_round 09-traps-modules; }
 test_ex10_cost() { exercise_round 10-cost; }
+test_ex11_then_and_now() { exercise_round 11-then-and-now; }
+test_ex13_hashes_that_move() { exercise_round 13-hashes-that-move; }
 
 test_ex10_agrees_with_kcfi_scan() {
 	# The lab's C tool reads the image its own way (ELF symbols and
@@ -123,17 +135,20 @@ findings() {
 test_ex_answers_not_in_exercise_texts() {
 	# What a learner is asked to find must come from the build, never
 	# from the texts: no finding appears in README, hints or solution.md.
-	local d name arch f answer
+	local d name arch f answer kernel
 	ex_env
 	for d in "$KCFI_LAB_ROOT"/exercises/[0-9][0-9]-*/; do
 		name=$(basename "$d")
-		for arch in $(ex_arches "$name"); do
-			[ -f "$(vmlinux_of "$arch")" ] || continue
-			answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
-			while IFS= read -r f; do
-				! grep -qiF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" ||
-					fail "$name ($arch): '$f' is written in $(grep -liF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" | tr '\n' ' ')"
-			done < <(findings "$answer")
+		for kernel in $(ex_kernels "$name"); do
+			use_kernel "$kernel"
+			for arch in $(ex_arches "$name"); do
+				[ -f "$(vmlinux_of "$arch")" ] || continue
+				answer=$(solution_answer "$name" "$arch") || fail "$name: solution failed on $arch"
+				while IFS= read -r f; do
+					! grep -qiF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" ||
+						fail "$name ($arch): '$f' is written in $(grep -liF -- "$f" "$d/README.md" "$d/hints.md" "$d/solution.md" | tr '\n' ' ')"
+				done < <(findings "$answer")
+			done
 		done
 	done
 }
@@ -169,15 +184,18 @@ instructor() {
 
 test_ex_instructor_mode_passes() {
 	ex_env
-	local out="$TEST_TMP/instructor.log" rc=0 want=0 name arch
+	local out="$TEST_TMP/instructor.log" rc=0 want=0 name arch kernel
 	instructor "$KCFI_LAB_ROOT" "$out" || rc=$?
 	cat "$out"
 	assert_eq "$rc" 0 "instructor run exit status"
 	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
-		for arch in $(ex_arches "$name"); do
-			[ -f "$(vmlinux_of "$arch")" ] || continue
-			want=$((want + 1))
-			assert_grep "^PASS $name +$arch " "$out" "$name on $arch passes"
+		for kernel in $(ex_kernels "$name"); do
+			use_kernel "$kernel"
+			for arch in $(ex_arches "$name"); do
+				[ -f "$(vmlinux_of "$arch")" ] || continue
+				want=$((want + 1))
+				assert_grep "^PASS $name +$arch${LAB_SUFFIX:+ $LAB_KERNEL} " "$out" "$name on $arch (Linux $LAB_KERNEL) passes"
+			done
 		done
 	done
 	assert_eq "$(grep -c '^PASS ' "$out")" "$want" "PASS lines"
