@@ -132,7 +132,7 @@ arch_kernel() {
 	k=$(kernel_for_arch "$1") ||
 		usage_error "unknown arch or command: $1 (arches: $(arch_list); see lab/arch/)"
 	[ -z "$2" ] ||
-		usage_error "Linux $2 has no kCFI on $1 (it came in $k): use --kernel $k, or leave --kernel out"
+		usage_error "Linux $2 has no kCFI on $1 (upstream since $(arch_get "$(normalize_any_arch "$1")" kcfi_since); the lab has it in Linux $k): use --kernel $k, or leave --kernel out"
 	[ "$k" = "$LAB_KERNEL" ] || info "$1: using Linux $k (Linux $LAB_KERNEL has no kCFI on $1)"
 	use_kernel "$k"
 }

@@ -13,8 +13,8 @@ LAB_ARCH_DIR="$KCFI_LAB_ROOT/lab/arch"
 LAB_KERNEL_DIR="$KCFI_LAB_ROOT/lab/kernel"
 
 # The keys every arch file and every kernel file must set (possibly empty).
-ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
-	qemu_cpu console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
+ARCH_KEYS=(aliases kbuild_arch image debian_arch debian_source qemu qemu_package qemu_machine
+	qemu_cpu qemu_firmware console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
 KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments
 	rerandomizes norand_arg impl_lines)
@@ -90,21 +90,24 @@ lab_kernels() {
 	done | sort -t. -k1,1n -k2,2n -k3,3n
 }
 
+# normalize_any_arch NAME: the arch file NAME (a file's name or alias)
+# names, whichever kernel has it; or fail.
+normalize_any_arch() {
+	local name alias
+	for name in "${LAB_ARCH_FILES[@]}"; do
+		[ "$1" != "$name" ] || { echo "$name" && return 0; }
+		for alias in ${LAB_CONF["arch/$name/aliases"]:-}; do
+			[ "$1" != "$alias" ] || { echo "$name" && return 0; }
+		done
+	done
+	return 1
+}
+
 # kernel_for_arch NAME: the oldest kernel that has KCFI on arch NAME (a
 # file's name or alias), or fail.
 kernel_for_arch() {
-	local name alias k found=""
-	for name in "${LAB_ARCH_FILES[@]}"; do
-		if [ "$1" = "$name" ]; then
-			found=$name
-		else
-			for alias in ${LAB_CONF["arch/$name/aliases"]:-}; do
-				[ "$1" != "$alias" ] || found=$name
-			done
-		fi
-		[ -z "$found" ] || break
-	done
-	[ -n "$found" ] || return 1
+	local k found
+	found=$(normalize_any_arch "$1") || return 1
 	for k in $(lab_kernels); do
 		if version_le "${LAB_CONF["arch/$found/kcfi_since"]:-0}" "$k"; then
 			echo "$k"
@@ -246,12 +249,15 @@ normalize_arch() {
 	return 1
 }
 
-# arch_usage: the arches and their aliases, for --help.
+# arch_usage: the arches and their aliases, for --help; an arch the lab's
+# kernel lacks with the kernel that has it.
 arch_usage() {
-	local name aliases
-	for name in $(lab_arches); do
+	local name aliases k
+	for name in "${LAB_ARCH_FILES[@]}"; do
 		aliases=${LAB_CONF["arch/$name/aliases"]:-}
-		printf '%s%s\n' "$name" "${aliases:+ (also ${aliases// /, })}"
+		k=""
+		arch_in_kernel "$name" || k=$(kernel_for_arch "$name") || continue
+		printf '%s%s%s\n' "$name" "${aliases:+ (also ${aliases// /, })}" "${k:+ (Linux $k)}"
 	done | paste -sd';' | sed 's/;/; /g'
 }
 

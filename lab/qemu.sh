@@ -27,11 +27,13 @@ kvm_may_work() {
 		[ "${KCFI_LAB_ACCEL:-}" != tcg ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]
 }
 
-# machine_args ARCH ACCEL: QEMU's machine, accelerator and CPU for ARCH.
+# machine_args ARCH ACCEL: QEMU's machine, accelerator, CPU and firmware
+# for ARCH.
 machine_args() {
-	local machine
+	local machine firmware
 	machine=$(arch_get "$1" qemu_machine)
-	echo "${machine:+-M $machine }-accel $2 -cpu $(arch_get "$1" qemu_cpu)"
+	firmware=$(arch_get "$1" qemu_firmware)
+	echo "${machine:+-M $machine }-accel $2 -cpu $(arch_get "$1" qemu_cpu)${firmware:+ -bios $firmware}"
 }
 
 # kvm_usable: /dev/kvm existing is not enough (seen: a device whose

@@ -100,13 +100,17 @@ busybox_binary() {
 # fetch_busybox ARCH: for an arch other than the host's, download
 # Debian's busybox-static .deb of that arch with a private apt state (the
 # host's dpkg architectures and lists stay as they are) and unpack it
-# without installing it.
+# without installing it. The arch file's debian_source, when set, is the
+# only source (another Debian release's archive); apt checks its Release
+# signature as for the host's own sources, with the keyring the line
+# names.
 fetch_busybox() {
-	local arch=$1 debarch
+	local arch=$1 debarch source
 	arch_is_host "$arch" && return 0
 	local dest="$KCFI_LAB_HOME/busybox/$arch"
 	[ -x "$dest/bin/busybox" ] && return 0
 	debarch=$(arch_get "$arch" debian_arch)
+	source=$(arch_get "$arch" debian_source)
 	local apt_dir="$KCFI_LAB_HOME/apt-$arch"
 	local log
 	log=$(new_log "apt-$arch")
@@ -118,6 +122,14 @@ fetch_busybox() {
 		-o "APT::Architecture=$debarch" -o "APT::Architectures::=$debarch"
 		-o Debug::NoLocking=1 -o APT::Sandbox::User=root
 	)
+	if [ -n "$source" ]; then
+		case "$source" in
+		*trusted=yes* | *allow-insecure*) die "lab/arch/$arch.conf: debian_source must not turn apt's signature check off" ;;
+		esac
+		mkdir -p "$apt_dir/sources.list.d"
+		printf '%s\n' "$source" >"$apt_dir/sources.list"
+		opts+=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d")
+	fi
 	info "fetching busybox-static for $arch (private apt state in $apt_dir)"
 	if ! apt-get "${opts[@]}" update >"$log" 2>&1; then
 		die "apt-get update for $arch failed (log: $log)"
@@ -131,7 +143,12 @@ fetch_busybox() {
 	rm -rf "$dest.tmp"
 	mkdir -p "$dest.tmp"
 	dpkg-deb -x "$deb" "$dest.tmp"
-	[ -x "$dest.tmp/bin/busybox" ] || die "$deb holds no bin/busybox"
+	# Merged-/usr releases (Debian 13) ship it as usr/bin/busybox.
+	if [ ! -x "$dest.tmp/bin/busybox" ] && [ -x "$dest.tmp/usr/bin/busybox" ]; then
+		mkdir -p "$dest.tmp/bin"
+		mv "$dest.tmp/usr/bin/busybox" "$dest.tmp/bin/busybox"
+	fi
+	[ -x "$dest.tmp/bin/busybox" ] || die "$deb holds no bin/busybox or usr/bin/busybox"
 	rm -rf "$dest"
 	mv "$dest.tmp" "$dest"
 }
