@@ -62,15 +62,26 @@ gdb_walk() {
 	assert_grep 'at the call: the types match' "$log" "matched call reaches the call"
 	assert_grep 'at the trap: the types differ' "$log" "mismatched call reaches the trap"
 	trap_pc=$(site_fact "$arch" lkdtm_indirect_call trap.address) || fail "no check site in lkdtm_indirect_call"
-	# What the check compares: r10 = target - expected (x86), or w16 and
-	# w17 (arm64), as kcfi-step-to-trap prints them.
-	if [ "$arch" = x86_64 ]; then
-		assert_grep 'r10 = 0x00000000' "$log" "r10 is 0 for the matched call"
-		assert_grep "r10 = 0x$(printf '%08x' $(((0x$target - 0x$expected) & 0xffffffff)))" "$log" \
-			"r10 = target type - expected type for the mismatch"
-	else
-		assert_grep "w16 = 0x$target \(target type\), w17 = 0x$expected" "$log" "w16/w17 at the brk"
-	fi
+	# What the check compares, as kcfi-step-to-trap prints the registers
+	# of the arch file's check_registers: a register that is 0 when the
+	# types match holds target - expected (x86_64's r10), else one holds
+	# each type (arm64's w16 and w17).
+	local item r what want="" reg_re='[a-z][a-z0-9]*'
+	local -a items
+	IFS=',' read -r -a items <<<"$(arch_get "$arch" check_registers)"
+	for item in "${items[@]}"; do
+		r=${item%%:*} what=${item#*:}
+		[ "$r" != @check ] || r=$reg_re
+		case "$what" in
+		"target type") want+="${want:+, }$r = 0x$target \\(target type\\)" ;;
+		"expected type") want+="${want:+, }$r = 0x$expected \\(expected type\\)" ;;
+		*)
+			assert_grep "$r = 0x00000000 \\($what\\)" "$log" "$r is 0 for the matched call"
+			want+="${want:+, }$r = 0x$(printf '%08x' $(((0x$target - 0x$expected) & 0xffffffff))) \\($what\\)"
+			;;
+		esac
+	done
+	assert_grep "$want" "$log" "the check's registers at the trap"
 	assert_grep "expected type 0x$expected; target " "$log" "kcfi-explain decodes the trap"
 	[ -n "$trap_pc" ] || fail "no trap instruction in lkdtm_indirect_call"
 	assert_grep "PC_AT_TRAP $trap_pc\$" "$log" "pc at the trap instruction, from the lab's tool"
