@@ -488,6 +488,9 @@ static void index_typedefs(struct dwarf_funcs *d)
 {
 	size_t out = 0;
 
+	/* qsort's base must not be NULL, even for no elements (UBSan). */
+	if (!d->ntd)
+		return;
 	qsort(d->td, d->ntd, sizeof(*d->td), by_name);
 	for (size_t i = 0; i < d->ntd; i++)
 		if (!out || strcmp(d->td[out - 1].name, d->td[i].name) != 0)
