@@ -65,4 +65,55 @@ int a64_brk_is_kcfi(uint32_t imm);
 int a64_brk_target_reg(uint32_t imm);
 int a64_brk_type_reg(uint32_t imm);
 
+/*
+ * riscv64 (clang 17+; the kernel's arch/riscv/kernel/cfi.c):
+ *          lw    tA, -D(rN)       load the callee's type id (tA: t1, or t3)
+ *          lui   tB, hi20         expected type id (tB: t2, or t3): hi20 << 12
+ *          addiw tB, tB, lo12       plus the sign-extended lo12
+ *          beq   tA, tB, .Lpass
+ *          ebreak                 <- trap, listed in .kcfi_traps
+ *  .Lpass: jalr rN / jr rN        the call (or tail call) the check guards
+ * With the C extension any of lui, addiw, ebreak and the call may be its
+ * 16-bit form (c.lui, c.addiw, c.ebreak, c.jalr, c.jr); the lw and beq
+ * never are.  lui is left out when hi20 is 0 (addi builds the id: see
+ * stale_base), addiw when lo12 is 0.  tA and tB are t1 and t2 unless rN
+ * is one of them; then t3 takes its place.
+ */
+struct rv_insn {
+	size_t off;          /* from the lw */
+	size_t len;          /* 2 (compressed) or 4; 0: absent */
+};
+
+struct rv_check {
+	uint32_t id;         /* expected type id: (hi20 << 12) + lo12 */
+	uint32_t hi20;       /* lui's immediate (0 without a lui) */
+	int32_t lo12;        /* addiw's (or addi's) immediate, sign-extended */
+	int load_reg;        /* tA: the callee's type id */
+	int type_reg;        /* tB: the expected type id */
+	int target_reg;      /* rN: the lw's base, the call's register */
+	int32_t disp;        /* lw offset: -D */
+	int stale_base;      /* "addi tB, tB, lo12" without a lui: clang 19
+			      * adds the id to whatever tB held */
+	int tail_call;       /* the call is jr / c.jr (no link) */
+	int32_t branch;      /* beq's offset: 4 + the trap's length, or 0
+			      * (a relocatable file's, still to be filled in) */
+	struct rv_insn lw, lui, add, beq, trap, call;
+	size_t len;          /* bytes from the lw to the end of the trap */
+};
+
+#define RV_CHECK_STEPS 5 /* lw, the id, beq, the trap, the call */
+
+/*
+ * Decode a check at P, which must start with its lw.  Returns how many of
+ * its five steps were recognised; RV_CHECK_STEPS means a complete check
+ * (followed by its call).  When fewer, *WHY (if not NULL) says what did
+ * not match.
+ */
+int rv_decode_check(const uint8_t *p, size_t n, struct rv_check *c, const char **why);
+
+/* Could P start a check?  The low half of a lw (opcode LOAD, funct3 2). */
+int rv_maybe_check(const uint8_t *p, size_t n);
+
+const char *rv_reg_name(int reg); /* ABI names: "zero", "ra", ... "t6" */
+
 #endif

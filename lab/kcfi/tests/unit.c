@@ -191,6 +191,110 @@ static void test_insn(void)
 	      "arm64 brk immediates", NULL);
 }
 
+/*
+ * riscv64 instructions as llvm-objdump prints them ("ffc7a303" 4 bytes,
+ * "9002" 2 bytes, each a little-endian value) into bytes; returns the count.
+ */
+static size_t rv_bytes(const char *listing, uint8_t *out)
+{
+	size_t n = 0;
+
+	while (*listing) {
+		char *end;
+		unsigned long v = strtoul(listing, &end, 16);
+		size_t len = (size_t)(end - listing) / 2;
+
+		for (size_t i = 0; i < len; i++)
+			out[n++] = (uint8_t)(v >> (8 * i));
+		listing = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+static void test_rv_insn(void)
+{
+	/* What clang-19 -fsanitize=kcfi emits for riscv64 (llvm-objdump -d). */
+	static const struct {
+		const char *listing, *what;
+		uint32_t id;
+		int load, type, target, trap_len, call_len, tail, stale;
+		int32_t disp;
+	} good[] = {
+		{ "ffc7a303 7e0c53b7 2a53839b 00730363 9002 8782",
+		  "lui+addiw, c.ebreak, c.jr a5", 0x7e0c52a5, 6, 7, 15, 2, 2, 1, 0, -4 },
+		{ "ffc62303 000503b7 7943839b 00730063 9002 9602",
+		  "unrelocated beq (.o), c.jalr a2", 0x00050794, 6, 7, 12, 2, 2, 0, 0, -4 },
+		{ "ffc7a303 73f1 23a9 00730363 9002 8782",
+		  "c.lui 0xffffc + c.addiw 10", 0xffffc00a, 6, 7, 15, 2, 2, 1, 0, -4 },
+		{ "ffc7a303 63e5 b873839b 00730363 9002 8782",
+		  "c.lui 0x19 + addiw -0x479 (sign of lo12)", 0x00018b87, 6, 7, 15, 2, 2, 1, 0, -4 },
+		{ "ffc7a303 c0d9d3b7 33d5 00730363 9002 8782",
+		  "lui + c.addiw -11", 0xc0d9cff5, 6, 7, 15, 2, 2, 1, 0, -4 },
+		{ "ffc7a303 b58343b7 00730363 9002 8782",
+		  "lui alone (lo12 = 0)", 0xb5834000, 6, 7, 15, 2, 2, 1, 0, -4 },
+		{ "ffc7a303 d4138393 00730363 9002 8782",
+		  "addi t2, t2, -0x2bf alone (hi20 = 0)", 0xfffffd41, 6, 7, 15, 2, 2, 1, 1, -4 },
+		{ "ffc32e03 c0d9d3b7 ff53839b 007e0463 00100073 00030067",
+		  "no RVC, target t1: lw t3, ebreak, jr t1", 0xc0d9cff5, 28, 7, 6, 4, 4, 1, 0, -4 },
+		{ "ffc3a303 7e0c5e37 2a5e0e1b 01c30363 9002 8382",
+		  "target t2: the id in t3", 0x7e0c52a5, 6, 28, 7, 2, 2, 1, 0, -4 },
+		{ "ff47a303 7e0c53b7 2a53839b 00730363 9002 9782",
+		  "-fpatchable-function-entry=4,4: lw -12", 0x7e0c52a5, 6, 7, 15, 2, 2, 0, 0, -12 },
+		{ "ffc7a303 7e0c53b7 2a53839b 00730463 00100073 000780e7",
+		  "ebreak, jalr ra, 0(a5)", 0x7e0c52a5, 6, 7, 15, 4, 4, 0, 0, -4 },
+	};
+	static const struct {
+		const char *listing, *what;
+		int steps;
+	} bad[] = {
+		{ "ffc7a303 7e0c53b7 2a53839b 00731363 9002 8782", "bne, not beq", 2 },
+		{ "ffc7a303 7e0c53b7 2a53839b 00730463 9002 8782", "beq past the call", 3 },
+		{ "ffc7a303 7e0c53b7 2a53839b 00730363 9002 8702", "c.jr a4: another register", 4 },
+		{ "ffc7a303 7e0c53b7 2a53839b 00730363 9002", "no call after c.ebreak", 4 },
+		{ "ffc7a303 7e0c53b7 2a53839b 00730363 0001 8782", "c.nop, not c.ebreak", 3 },
+		{ "0047a303 7e0c53b7 2a53839b 00730363 9002 8782", "lw 4(a5): above the entry", 0 },
+		{ "ffc7a303 7e0c5437 2a53839b 00730363 9002 8782", "lui s0, addiw t2", 2 },
+		{ "ffc7a303 7e0c53b7 2a54041b 00730363 9002 8782", "addiw s0, s0", 2 },
+	};
+	uint8_t b[64];
+	char detail[160];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		size_t n = rv_bytes(good[i].listing, b);
+		struct rv_check c;
+		const char *why = "";
+		int got = rv_decode_check(b, n, &c, &why);
+		char name[160];
+
+		snprintf(name, sizeof(name), "riscv check: %s -> 0x%08x", good[i].what, good[i].id);
+		snprintf(detail, sizeof(detail), "steps %d (%s), id 0x%08x, regs %d %d %d, trap %zu, "
+			 "call %zu, tail %d, stale %d, disp %d", got, got < RV_CHECK_STEPS ? why : "",
+			 c.id, c.load_reg, c.type_reg, c.target_reg, c.trap.len, c.call.len,
+			 c.tail_call, c.stale_base, c.disp);
+		check(got == RV_CHECK_STEPS && c.id == good[i].id && c.load_reg == good[i].load &&
+		      c.type_reg == good[i].type && c.target_reg == good[i].target &&
+		      (int)c.trap.len == good[i].trap_len && (int)c.call.len == good[i].call_len &&
+		      c.tail_call == good[i].tail && c.stale_base == good[i].stale &&
+		      c.disp == good[i].disp && c.len == c.trap.off + c.trap.len &&
+		      c.call.off == c.len && rv_maybe_check(b, n), name, detail);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = rv_bytes(bad[i].listing, b);
+		struct rv_check c;
+		const char *why = "";
+		int got = rv_decode_check(b, n, &c, &why);
+		char name[160];
+
+		snprintf(name, sizeof(name), "riscv check rejected: %s (after %d steps)", bad[i].what,
+			 bad[i].steps);
+		snprintf(detail, sizeof(detail), "%d steps: %s", got, why);
+		check(got == bad[i].steps, name, detail);
+	}
+	check(strcmp(rv_reg_name(15), "a5") == 0 && strcmp(rv_reg_name(28), "t3") == 0 &&
+	      strcmp(rv_reg_name(0), "zero") == 0 && strcmp(rv_reg_name(32), "?") == 0,
+	      "riscv register names", NULL);
+}
+
 static void test_hex(void)
 {
 	uint64_t v;
@@ -234,6 +338,7 @@ int main(void)
 	test_mangle();
 	test_parse_errors();
 	test_insn();
+	test_rv_insn();
 	test_hex();
 	test_elf_header();
 	return failures != 0;
