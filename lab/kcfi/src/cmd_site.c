@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "elf.h"
+#include "insn.h"
 #include "report.h"
 #include "index.h"
 #include "scan.h"
@@ -68,6 +69,27 @@ static void print_site_json(const struct kcfi_scan *s, const struct kcfi_site *s
 	printf("]}");
 }
 
+/* The trap instruction of a site listed in .kcfi_traps. */
+static const char *trap_name(const struct kcfi_scan *s, const struct kcfi_site *st)
+{
+	if (s->arch == KCFI_RISCV64)
+		return st->trap_len == 2 ? "c.ebreak" : "ebreak";
+	return "ud2";
+}
+
+/* riscv64: the registers the beq compares, and an id built on a stale one. */
+static void print_rv_registers(const struct kcfi_site *st)
+{
+	const char *type = rv_reg_name(st->type_reg);
+
+	printf("  compares:         %s (the callee's id) with %s (the expected id)\n",
+	       rv_reg_name(st->load_reg), type);
+	if (st->stale_base)
+		printf("  note:             no lui: the check adds the id to what %s held before "
+		       "(addi %s, %s, ...), a clang bug for ids within 2 KiB of 0\n",
+		       type, type, type);
+}
+
 static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 {
 	const struct elf_file *ef = s->elf;
@@ -95,10 +117,12 @@ static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 	printf("  target register:  %s (the callee's id is read from %s%+" PRId32 ")\n",
 	       kcfi_reg_name(s, st->target_reg), kcfi_reg_name(s, st->target_reg),
 	       st->disp);
+	if (s->arch == KCFI_RISCV64)
+		print_rv_registers(st);
 	if (s->arch == KCFI_ARM64)
 		printf("  trap:             brk #0x%04x\n", st->brk_imm);
 	else
-		printf("  trap:             ud2, %s\n",
+		printf("  trap:             %s, %s\n", trap_name(s, st),
 		       st->in_traps < 0 ? "no .kcfi_traps section in this image" :
 		       st->in_traps ? "listed in .kcfi_traps" :
 		       "NOT listed in .kcfi_traps");

@@ -21,10 +21,11 @@ static int in_bounds(uint64_t off, uint64_t len, uint64_t size)
 	return off <= size && len <= size - off;
 }
 
+/* Only ELF64 files get as far as their machine: EM_RISCV is riscv64. */
 static const char *machine_names[][2] = {
 	{ "3", "i386" },       { "8", "mips" },       { "20", "ppc" },
 	{ "21", "ppc64" },     { "22", "s390" },      { "40", "arm" },
-	{ "62", "x86_64" },    { "183", "aarch64" },  { "243", "riscv" },
+	{ "62", "x86_64" },    { "183", "aarch64" },  { "243", "riscv64" },
 	{ "258", "loongarch" },
 };
 
@@ -218,10 +219,11 @@ int elf_parse(struct elf_file *ef, const uint8_t *data, size_t size,
 			     data[5]);
 	ef->type = elf_rd16(data + 0x10);
 	ef->machine = elf_rd16(data + 0x12);
-	if (ef->machine != ELF_EM_X86_64 && ef->machine != ELF_EM_AARCH64) {
+	if (ef->machine != ELF_EM_X86_64 && ef->machine != ELF_EM_AARCH64 &&
+	    ef->machine != ELF_EM_RISCV) {
 		name = elf_machine_name(ef->machine);
 		snprintf(err, errsize,
-			 "unsupported machine %u%s%s%s (need x86_64 or aarch64)",
+			 "unsupported machine %u%s%s%s (need x86_64, aarch64 or riscv64)",
 			 ef->machine, name ? " (" : "", name ? name : "",
 			 name ? ")" : "");
 		return -1;

@@ -1,6 +1,6 @@
 /*
- * A small, bounds-checked reader for ELF64 little-endian files (x86_64 and
- * AArch64).  Every section's contents and every string is checked to lie
+ * A small, bounds-checked reader for ELF64 little-endian files (x86_64,
+ * AArch64 and RISC-V).  Every section's contents and every string is checked to lie
  * inside the file before it is handed out.
  */
 #ifndef KCFI_ELF_H
@@ -11,7 +11,7 @@
 
 enum {
 	ELF_ET_REL = 1, ELF_ET_EXEC = 2, ELF_ET_DYN = 3,
-	ELF_EM_X86_64 = 62, ELF_EM_AARCH64 = 183,
+	ELF_EM_X86_64 = 62, ELF_EM_AARCH64 = 183, ELF_EM_RISCV = 243,
 	ELF_SHT_PROGBITS = 1, ELF_SHT_SYMTAB = 2, ELF_SHT_STRTAB = 3,
 	ELF_SHT_RELA = 4, ELF_SHT_NOBITS = 8, ELF_SHT_SYMTAB_SHNDX = 18,
 	ELF_SHF_ALLOC = 0x2, ELF_SHF_EXECINSTR = 0x4,

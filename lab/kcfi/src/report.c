@@ -33,6 +33,8 @@ const char *kcfi_reg_name(const struct kcfi_scan *s, int reg)
 
 	if (s->arch == KCFI_X86_64)
 		return x86_reg_name(reg);
+	if (s->arch == KCFI_RISCV64)
+		return rv_reg_name(reg);
 	snprintf(buf, sizeof(buf), "x%d", reg);
 	return buf;
 }
@@ -116,6 +118,7 @@ struct counts {
 	size_t site_ids;          /* distinct ids at check sites */
 	size_t sites_unreachable; /* sites whose id no function here has */
 	size_t sites_in_traps;
+	size_t sites_stale;       /* riscv64: id added to a stale register */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -138,6 +141,8 @@ static struct counts count_sites(const struct kcfi_scan *s)
 			c.sites_unreachable++;
 		if (s->sites[i].in_traps == 1)
 			c.sites_in_traps++;
+		if (s->sites[i].stale_base)
+			c.sites_stale++;
 		if (ids)
 			ids[i] = s->sites[i].id;
 	}
@@ -279,7 +284,7 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		s->nsites, c.site_ids);
 	fprintf(f, "  sites with no function of their type here: %zu\n",
 		c.sites_unreachable);
-	if (s->arch == KCFI_X86_64) {
+	if (kcfi_lists_traps(s->arch)) {
 		if (s->has_traps)
 			fprintf(f, "  .kcfi_traps:                 %zu entries, %zu sites "
 				"listed, %zu entries without a site, %zu unresolved\n",
@@ -288,6 +293,9 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		else
 			fprintf(f, "  .kcfi_traps:                 not present\n");
 	}
+	if (s->arch == KCFI_RISCV64)
+		fprintf(f, "  expected id on a stale register (addi without lui): %zu\n",
+			c.sites_stale);
 	if (s->untyped_checked) {
 		fprintf(f, "  address-taken without preamble: %zu\n", s->nuntyped);
 		for (size_t i = 0; i < s->nuntyped; i++) {
@@ -370,6 +378,11 @@ void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 		st->len, st->id, kcfi_reg_name(s, st->target_reg), st->disp);
 	if (s->arch == KCFI_ARM64)
 		fprintf(f, ", \"brk_immediate\": \"0x%04x\"", st->brk_imm);
+	if (s->arch == KCFI_RISCV64)
+		fprintf(f, ", \"load_register\": \"%s\", \"type_register\": \"%s\", "
+			"\"trap_length\": %u, \"call_length\": %u, \"stale_type_register\": %s",
+			rv_reg_name(st->load_reg), rv_reg_name(st->type_reg), st->trap_len,
+			st->call_len, st->stale_base ? "true" : "false");
 	fprintf(f, ", \"in_kcfi_traps\": %s, \"function\": ",
 		st->in_traps < 0 ? "null" : st->in_traps ? "true" : "false");
 	if (st->func) {
@@ -462,6 +475,8 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 			s->traps_unresolved);
 	else
 		fprintf(f, "    \"kcfi_traps\": null,\n");
+	if (s->arch == KCFI_RISCV64)
+		fprintf(f, "    \"stale_type_register_sites\": %zu,\n", c.sites_stale);
 	if (s->has_types)
 		fprintf(f, "    \"types\": {\"functions\": %zu, \"verified\": %zu, "
 			"\"endbr_masked\": %zu, \"disagree\": %zu, \"not_in_dwarf\": %zu, "

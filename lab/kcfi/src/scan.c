@@ -20,11 +20,13 @@
 
 #define MAX_ID_OFF 72 /* id offsets counted when finding the common one */
 
-/* "$d", "$d.42" (LLVM) and the like: AArch64 mapping symbols. */
+/* "$d", "$d.42" (LLVM) and the like: AArch64 and RISC-V mapping symbols;
+ * RISC-V's "$x" may name the ISA the code after it uses ("$xrv64i2p1..."). */
 static int mapping_symbol(const char *name, char kind)
 {
 	return name[0] == '$' && name[1] == kind &&
-	       (name[2] == '\0' || name[2] == '.');
+	       (name[2] == '\0' || name[2] == '.' ||
+		(kind == 'x' && starts_with(name + 2, "rv")));
 }
 
 /* ---- function symbols ---- */
@@ -159,6 +161,19 @@ static uint32_t common_id_off(const struct kcfi_scan *s)
 	return best;
 }
 
+/* elf_parse() accepts these three machines only. */
+static enum kcfi_arch arch_of(uint16_t machine)
+{
+	switch (machine) {
+	case ELF_EM_AARCH64:
+		return KCFI_ARM64;
+	case ELF_EM_RISCV:
+		return KCFI_RISCV64;
+	default:
+		return KCFI_X86_64;
+	}
+}
+
 int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		    char *err, size_t errsize)
 {
@@ -169,7 +184,7 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 
 	memset(s, 0, sizeof(*s));
 	s->elf = ef;
-	s->arch = ef->machine == ELF_EM_AARCH64 ? KCFI_ARM64 : KCFI_X86_64;
+	s->arch = arch_of(ef->machine);
 	s->preamble_disp = 4;
 
 	if (collect_symbols(s, &dmaps, &ndmaps) || collect_typeids(s) ||
@@ -179,7 +194,7 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		goto out;
 
 	if (s->arch == KCFI_X86_64 ? scan_x86_preambles(s, relocs, nrelocs) :
-	    scan_a64_preambles(s, relocs, nrelocs, dmaps, ndmaps))
+	    scan_word_preambles(s, relocs, nrelocs, dmaps, ndmaps))
 		goto out;
 	if (s->nfuncs)
 		qsort(s->funcs, s->nfuncs, sizeof(*s->funcs), cmp_funcs);

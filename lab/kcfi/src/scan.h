@@ -14,13 +14,13 @@
 
 #include "elf.h"
 
-enum kcfi_arch { KCFI_X86_64, KCFI_ARM64 };
+enum kcfi_arch { KCFI_X86_64, KCFI_ARM64, KCFI_RISCV64 };
 
-/* How an arm64 preamble word was recognised (see README). */
+/* How a preamble was recognised (see README). */
 enum kcfi_evidence {
 	KCFI_EV_CFI_SYMBOL,   /* x86_64: __cfi_NAME symbol + mov $id,%eax */
-	KCFI_EV_MAPPING,      /* arm64: a $d mapping symbol marks the word */
-	KCFI_EV_KNOWN_ID,     /* arm64, no mapping symbols: word is a known id */
+	KCFI_EV_MAPPING,      /* arm64, riscv64: a $d mapping symbol marks the word */
+	KCFI_EV_KNOWN_ID,     /* no mapping symbols: the word is a known id */
 };
 
 struct kcfi_func {
@@ -37,12 +37,17 @@ struct kcfi_func {
 struct kcfi_site {
 	uint32_t sec;
 	uint64_t off;         /* first instruction of the check */
-	uint64_t trap;        /* ud2 / brk */
+	uint64_t trap;        /* ud2 / brk / ebreak */
 	uint32_t len;         /* bytes from off to the end of the trap */
 	uint32_t id;          /* expected type id */
 	int target_reg;
 	int32_t disp;         /* where the callee's id is read: target + disp */
 	uint16_t brk_imm;     /* arm64 */
+	int load_reg;         /* riscv64: the registers compared (tA, tB) */
+	int type_reg;
+	uint8_t trap_len;     /* riscv64: 2 (c.ebreak) or 4 (ebreak) */
+	uint8_t call_len;     /* riscv64: the call after the trap */
+	uint8_t stale_base;   /* riscv64: addi tB, tB, lo12 without lui */
 	int in_traps;         /* 1/0, -1 when there is no .kcfi_traps */
 	const char *func;     /* containing function, or NULL */
 	uint64_t func_off;
@@ -103,7 +108,7 @@ struct kcfi_scan {
 	size_t traps_without_site;  /* entries pointing at no check site */
 
 	int has_symbols;
-	int has_mapping_symbols;    /* arm64 $x/$d */
+	int has_mapping_symbols;    /* $x/$d (arm64, riscv64) */
 	uint32_t preamble_disp;     /* most common id_off (4 + padding) */
 
 	/* Types from DWARF, after kcfi_scan_types(): per function, its C
@@ -117,6 +122,13 @@ struct kcfi_scan {
 	struct kcfi_fsym *fsyms;    /* function symbols sorted by location */
 	size_t nfsyms;
 };
+
+/* Are the arch's traps listed in .kcfi_traps?  arm64's are not: the brk
+ * immediate marks them. */
+static inline int kcfi_lists_traps(enum kcfi_arch arch)
+{
+	return arch != KCFI_ARM64;
+}
 
 /* Returns 0, or -1 with a reason in ERR. */
 int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,

@@ -17,6 +17,11 @@ enum {
 	R_X86_64_PC32 = 2, R_X86_64_PLT32 = 4,
 	R_AARCH64_TSTBR14 = 279, R_AARCH64_CONDBR19 = 280,
 	R_AARCH64_JUMP26 = 282, R_AARCH64_CALL26 = 283,
+	R_RISCV_BRANCH = 16, R_RISCV_JAL = 17, R_RISCV_CALL = 18, R_RISCV_CALL_PLT = 19,
+	R_RISCV_ADD8 = 33, R_RISCV_ADD32 = 35, R_RISCV_SUB32 = 39, R_RISCV_SUB64 = 40,
+	R_RISCV_RVC_BRANCH = 44, R_RISCV_RVC_JUMP = 45, R_RISCV_SUB6 = 52,
+	R_RISCV_SET32 = 56, R_RISCV_32_PCREL = 57, R_RISCV_SET_ULEB128 = 60,
+	R_RISCV_SUB_ULEB128 = 61,
 };
 
 /* Append ITEM to a growable array; jumps to the caller's "oom" label. */
@@ -45,8 +50,8 @@ int scan_traps(struct kcfi_scan *s);
 /* scan_preambles.c */
 int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 		       size_t nrelocs);
-int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
-		       size_t nrelocs, const struct loc *dmaps, size_t ndmaps);
+int scan_word_preambles(struct kcfi_scan *s, const struct rloc *relocs,
+			size_t nrelocs, const struct loc *dmaps, size_t ndmaps);
 
 /* scan_untyped.c */
 int scan_untyped(struct kcfi_scan *s);

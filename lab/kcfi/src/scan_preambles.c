@@ -1,7 +1,9 @@
 /*
  * Preambles: the type id clang stores before each function that may be
- * called indirectly.
+ * called indirectly: x86_64's mov $id,%eax, the data word of arm64 and
+ * riscv64.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "elf.h"
@@ -67,10 +69,11 @@ oom:
 }
 
 /*
- * arm64: the id is a data word D bytes before the entry: D = 4, plus 4 per
- * nop of -fpatchable-function-entry=N,M padding.  Not every function has
- * one, and the word before a function without one is ordinary code, so a
- * word is taken as a preamble only with evidence:
+ * arm64 and riscv64: the id is a data word D bytes before the entry: D = 4,
+ * plus the nops of -fpatchable-function-entry=N,M padding (arm64: 4 bytes
+ * each; riscv64: c.nop 2 bytes, or nop 4 without the C extension).  Not
+ * every function has one, and the word before a function without one is
+ * ordinary code, so a word is taken as a preamble only with evidence:
  *  - mapping symbols present (always in .o/.ko, usually in vmlinux): a $d
  *    symbol marks exactly that word as data;
  *  - otherwise: the word equals a type id some check site expects or a
@@ -78,10 +81,53 @@ oom:
  * Walking back from the entry over nops finds D per function, so C
  * functions with padding and assembly functions without can mix.
  */
-#define A64_MAX_PADDING_NOPS 16
+#define MAX_PADDING_NOPS 16
+#define RV_C_NOP 0x0001u
+#define RV_NOP 0x00000013u
 
-int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
-			 size_t nrelocs, const struct loc *dmaps, size_t ndmaps)
+/* The length of the nop that ends at POS in CODE, or 0 if none does. */
+static uint64_t nop_before(enum kcfi_arch arch, const uint8_t *code, uint64_t pos)
+{
+	if (arch == KCFI_ARM64)
+		return pos >= 4 && elf_rd32(code + pos - 4) == A64_NOP ? 4 : 0;
+	if (pos >= 2 && elf_rd16(code + pos - 2) == RV_C_NOP)
+		return 2;
+	return pos >= 4 && elf_rd32(code + pos - 4) == RV_NOP ? 4 : 0;
+}
+
+/* Functions start at instruction boundaries: 4 bytes, or 2 with RVC. */
+static uint64_t insn_align(enum kcfi_arch arch)
+{
+	return arch == KCFI_ARM64 ? 4 : 2;
+}
+
+/* Where the id of the function at FS sits, walking back over nops. */
+static int find_id_word(const struct kcfi_scan *s, const struct kcfi_fsym *fs,
+			const uint32_t *ids, size_t nids, const struct loc *dmaps,
+			size_t ndmaps, uint64_t *at)
+{
+	const uint8_t *code = s->elf->sections[fs->sec].data;
+	uint64_t pad = 0;
+
+	for (int nops = 0; nops <= MAX_PADDING_NOPS; nops++) {
+		uint64_t len;
+
+		if (fs->off < 4 + pad)
+			return 0;
+		*at = fs->off - 4 - pad;
+		if (s->has_mapping_symbols ? index_has_loc(dmaps, ndmaps, fs->sec, *at) :
+		    index_has_u32(ids, nids, elf_rd32(code + *at)))
+			return 1;
+		len = nop_before(s->arch, code, fs->off - pad);
+		if (!len)
+			return 0;
+		pad += len;
+	}
+	return 0;
+}
+
+int scan_word_preambles(struct kcfi_scan *s, const struct rloc *relocs,
+			size_t nrelocs, const struct loc *dmaps, size_t ndmaps)
 {
 	const struct elf_file *ef = s->elf;
 	uint32_t *ids = NULL;
@@ -97,35 +143,21 @@ int scan_a64_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 
 	for (size_t i = 0; i < s->nfsyms; i++) {
 		const struct kcfi_fsym *fs = &s->fsyms[i];
-		const uint8_t *code = ef->sections[fs->sec].data;
 		struct kcfi_func f;
 		uint64_t at = 0;
-		int found = 0;
 
 		/* One entry per address: aliases follow the preferred name. */
 		if (i > 0 && fs->sec == fs[-1].sec && fs->off == fs[-1].off)
 			continue;
-		if (index_helper_symbol(fs->name) || fs->off % 4)
+		if (index_helper_symbol(fs->name) || fs->off % insn_align(s->arch))
 			continue;
-		for (int nops = 0; nops <= A64_MAX_PADDING_NOPS; nops++) {
-			if (fs->off < 4 + 4 * (uint64_t)nops)
-				break;
-			at = fs->off - 4 - 4 * (uint64_t)nops;
-			if (s->has_mapping_symbols ? index_has_loc(dmaps, ndmaps, fs->sec, at) :
-			    index_has_u32(ids, nids, elf_rd32(code + at))) {
-				found = 1;
-				break;
-			}
-			if (elf_rd32(code + at) != A64_NOP)
-				break;
-		}
-		if (!found)
+		if (!find_id_word(s, fs, ids, nids, dmaps, ndmaps, &at))
 			continue;
 		memset(&f, 0, sizeof(f));
 		f.name = fs->name;
 		f.sec = fs->sec;
 		f.off = fs->off;
-		f.id = elf_rd32(code + at);
+		f.id = elf_rd32(ef->sections[fs->sec].data + at);
 		f.id_known = 1;
 		f.id_off = (uint32_t)(fs->off - at);
 		f.evidence = s->has_mapping_symbols ? KCFI_EV_MAPPING : KCFI_EV_KNOWN_ID;

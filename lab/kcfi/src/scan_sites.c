@@ -1,6 +1,7 @@
 /*
  * Check sites: one linear pass over each code section, matching the
- * instruction sequences insn.c decodes; then the x86_64 .kcfi_traps table.
+ * instruction sequences insn.c and insn_riscv.c decode; then the
+ * .kcfi_traps table (x86_64, riscv64).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,70 +20,119 @@ static int cmp_sites(const void *a, const void *b)
 
 /* ---- check sites ---- */
 
-int scan_sites(struct kcfi_scan *s)
+/* x86_64: a check starts with the movl's REX prefix (41). */
+static int scan_x86_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 {
-	const struct elf_file *ef = s->elf;
-	size_t cap = 0;
+	const uint8_t *d = s->elf->sections[sec].data;
+	const uint8_t *p = d, *end = d + s->elf->sections[sec].size;
 
-	for (uint32_t sec = 1; sec < ef->nsections; sec++) {
-		const uint8_t *d;
-		uint64_t size;
+	while (p < end && (p = memchr(p, 0x41, (size_t)(end - p)))) {
+		struct x86_check c;
+		struct kcfi_site site;
 
-		if (!kcfi_is_code(ef, sec))
+		if (x86_decode_check(p, (size_t)(end - p), &c, NULL) != 4) {
+			p++;
 			continue;
-		d = ef->sections[sec].data;
-		size = ef->sections[sec].size;
-		if (s->arch == KCFI_X86_64) {
-			const uint8_t *p = d, *end = d + size;
-
-			while (p < end && (p = memchr(p, 0x41, (size_t)(end - p)))) {
-				struct x86_check c;
-				struct kcfi_site site;
-
-				if (x86_decode_check(p, (size_t)(end - p), &c, NULL) != 4) {
-					p++;
-					continue;
-				}
-				memset(&site, 0, sizeof(site));
-				site.sec = sec;
-				site.off = (uint64_t)(p - d);
-				site.trap = site.off + c.trap_off;
-				site.len = (uint32_t)c.len;
-				site.id = c.id;
-				site.target_reg = c.target_reg;
-				site.disp = c.disp;
-				site.in_traps = -1;
-				PUSH(s->sites, s->nsites, cap, site);
-				p += c.len;
-			}
-		} else {
-			for (uint64_t off = 0; off + A64_CHECK_LEN <= size; off += 4) {
-				struct a64_check c;
-				struct kcfi_site site;
-
-				if ((elf_rd32(d + off) & 0xffe00c00u) != 0xb8400000u ||
-				    a64_decode_check(d + off, A64_CHECK_LEN, &c, NULL) != 6)
-					continue;
-				memset(&site, 0, sizeof(site));
-				site.sec = sec;
-				site.off = off;
-				site.trap = off + c.trap_off;
-				site.len = A64_CHECK_LEN;
-				site.id = c.id;
-				site.target_reg = c.target_reg;
-				site.disp = c.disp;
-				site.brk_imm = c.brk_imm;
-				site.in_traps = -1;
-				PUSH(s->sites, s->nsites, cap, site);
-				off += A64_CHECK_LEN - 4;
-			}
 		}
+		memset(&site, 0, sizeof(site));
+		site.sec = sec;
+		site.off = (uint64_t)(p - d);
+		site.trap = site.off + c.trap_off;
+		site.len = (uint32_t)c.len;
+		site.id = c.id;
+		site.target_reg = c.target_reg;
+		site.disp = c.disp;
+		site.in_traps = -1;
+		PUSH(s->sites, s->nsites, *cap, site);
+		p += c.len;
 	}
-	if (s->nsites)
-		qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_sites);
 	return 0;
 oom:
 	return -1;
+}
+
+/* arm64: six words at a word boundary, the first an ldur. */
+static int scan_a64_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
+{
+	const uint8_t *d = s->elf->sections[sec].data;
+	uint64_t size = s->elf->sections[sec].size;
+
+	for (uint64_t off = 0; off + A64_CHECK_LEN <= size; off += 4) {
+		struct a64_check c;
+		struct kcfi_site site;
+
+		if ((elf_rd32(d + off) & 0xffe00c00u) != 0xb8400000u ||
+		    a64_decode_check(d + off, A64_CHECK_LEN, &c, NULL) != 6)
+			continue;
+		memset(&site, 0, sizeof(site));
+		site.sec = sec;
+		site.off = off;
+		site.trap = off + c.trap_off;
+		site.len = A64_CHECK_LEN;
+		site.id = c.id;
+		site.target_reg = c.target_reg;
+		site.disp = c.disp;
+		site.brk_imm = c.brk_imm;
+		site.in_traps = -1;
+		PUSH(s->sites, s->nsites, *cap, site);
+		off += A64_CHECK_LEN - 4;
+	}
+	return 0;
+oom:
+	return -1;
+}
+
+/* riscv64: a lw at any 2-byte boundary (the C extension), then the rest
+ * of the check and the call it guards. */
+static int scan_rv_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
+{
+	const uint8_t *d = s->elf->sections[sec].data;
+	uint64_t size = s->elf->sections[sec].size;
+
+	for (uint64_t off = 0; off + 4 <= size; off += 2) {
+		struct rv_check c;
+		struct kcfi_site site;
+
+		if (!rv_maybe_check(d + off, (size_t)(size - off)) ||
+		    rv_decode_check(d + off, (size_t)(size - off), &c, NULL) != RV_CHECK_STEPS)
+			continue;
+		memset(&site, 0, sizeof(site));
+		site.sec = sec;
+		site.off = off;
+		site.trap = off + c.trap.off;
+		site.len = (uint32_t)c.len;
+		site.id = c.id;
+		site.target_reg = c.target_reg;
+		site.disp = c.disp;
+		site.load_reg = c.load_reg;
+		site.type_reg = c.type_reg;
+		site.trap_len = (uint8_t)c.trap.len;
+		site.call_len = (uint8_t)c.call.len;
+		site.stale_base = (uint8_t)c.stale_base;
+		site.in_traps = -1;
+		PUSH(s->sites, s->nsites, *cap, site);
+		off += c.len - 2;
+	}
+	return 0;
+oom:
+	return -1;
+}
+
+int scan_sites(struct kcfi_scan *s)
+{
+	static int (*const scan_section[])(struct kcfi_scan *, uint32_t, size_t *) = {
+		[KCFI_X86_64] = scan_x86_section,
+		[KCFI_ARM64] = scan_a64_section,
+		[KCFI_RISCV64] = scan_rv_section,
+	};
+	size_t cap = 0;
+
+	for (uint32_t sec = 1; sec < s->elf->nsections; sec++)
+		if (kcfi_is_code(s->elf, sec) && scan_section[s->arch](s, sec, &cap))
+			return -1;
+	if (s->nsites)
+		qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_sites);
+	return 0;
 }
 
 static int is_traps_section(const struct elf_section *sec)
@@ -131,11 +181,46 @@ oom:
 	return -1;
 }
 
-/* Relocatable file: the entries are 0; R_X86_64_PC32 relocations name the traps. */
+/* The location a relocation's symbol + addend names; 0 when there is none. */
+static int reloc_target(const struct elf_file *ef, const struct elf_rela *r, struct loc *l)
+{
+	uint64_t base;
+
+	if (r->sym >= ef->nsymbols ||
+	    !kcfi_symbol_location(ef, &ef->symbols[r->sym], &l->sec, &base))
+		return 0;
+	l->off = base + (uint64_t)r->addend;
+	return 1;
+}
+
+/*
+ * riscv64 makes an entry PC-relative with a pair of relocations at its
+ * offset: R_RISCV_ADD32 of the trap, then R_RISCV_SUB32 of a label at the
+ * entry itself (linker relaxation may move the code, so the assembler
+ * leaves the difference to the linker).  Is relocation K that SUB32?
+ */
+static int rv_sub_of_entry(const struct elf_file *ef, const struct elf_section *rela,
+			   size_t k, uint32_t traps_sec, uint64_t entry)
+{
+	struct elf_rela r;
+	struct loc l;
+
+	if (k >= elf_rela_count(rela))
+		return 0;
+	elf_rela_get(rela, k, &r);
+	return r.type == R_RISCV_SUB32 && r.offset == entry && reloc_target(ef, &r, &l) &&
+	       l.sec == traps_sec && l.off == entry;
+}
+
+/*
+ * Relocatable file: the entries are 0; relocations name the traps: one
+ * R_X86_64_PC32 an entry on x86_64, an R_RISCV_ADD32/SUB32 pair on riscv64.
+ */
 static int read_rel_entries(struct kcfi_scan *s, const struct elf_section *sec,
 			    const struct elf_section *rela, struct traps *t)
 {
 	const struct elf_file *ef = s->elf;
+	uint32_t secno = (uint32_t)(sec - ef->sections);
 	size_t nentries = sec->data ? sec->size / 4 : 0;
 	size_t count = rela ? elf_rela_count(rela) : 0;
 	size_t resolved = 0;
@@ -144,14 +229,16 @@ static int read_rel_entries(struct kcfi_scan *s, const struct elf_section *sec,
 	for (size_t k = 0; k < count; k++) {
 		struct elf_rela rel;
 		struct loc l;
-		uint64_t base;
 
 		elf_rela_get(rela, k, &rel);
-		if (rel.type != R_X86_64_PC32 || rel.sym >= ef->nsymbols ||
-		    rel.offset >= sec->size ||
-		    !kcfi_symbol_location(ef, &ef->symbols[rel.sym], &l.sec, &base))
+		if (rel.offset >= sec->size)
 			continue;
-		l.off = base + (uint64_t)rel.addend;
+		if (s->arch == KCFI_RISCV64 ?
+		    rel.type != R_RISCV_ADD32 || !rv_sub_of_entry(ef, rela, k + 1, secno, rel.offset) :
+		    rel.type != R_X86_64_PC32)
+			continue;
+		if (!reloc_target(ef, &rel, &l))
+			continue;
 		PUSH(t->v, t->n, t->cap, l);
 		resolved++;
 	}

@@ -38,10 +38,29 @@ static int static_call_trampoline(const struct elf_file *ef, const struct kcfi_f
 	       starts_with(ef->sections[f->sec].name, ".static_call");
 }
 
-/* A relocation that is a direct call or jump, not an address. */
+/*
+ * riscv64: a direct call, jump or branch; or one term of a difference of
+ * two labels (R_RISCV_ADD*, SUB*, SET*, 32_PCREL), which tables in data
+ * (.alternative, jump tables, DWARF) use because linker relaxation moves
+ * code: an offset, not a pointer anyone calls.
+ */
+static int rv_not_address(uint32_t type)
+{
+	return type == R_RISCV_BRANCH || type == R_RISCV_JAL || type == R_RISCV_CALL ||
+	       type == R_RISCV_CALL_PLT || type == R_RISCV_RVC_BRANCH ||
+	       type == R_RISCV_RVC_JUMP ||
+	       (type >= R_RISCV_ADD8 && type <= R_RISCV_SUB64) ||
+	       (type >= R_RISCV_SUB6 && type <= R_RISCV_32_PCREL) ||
+	       type == R_RISCV_SET_ULEB128 || type == R_RISCV_SUB_ULEB128;
+}
+
+/* A relocation that is a direct call or jump (or riscv64's label
+ * differences), not an address. */
 static int call_reloc(const struct kcfi_scan *s, const struct elf_section *target,
 		      const struct elf_rela *r)
 {
+	if (s->arch == KCFI_RISCV64)
+		return rv_not_address(r->type);
 	if (s->arch == KCFI_ARM64)
 		return r->type == R_AARCH64_CALL26 || r->type == R_AARCH64_JUMP26 ||
 		       r->type == R_AARCH64_CONDBR19 || r->type == R_AARCH64_TSTBR14;

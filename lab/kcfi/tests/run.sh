@@ -505,7 +505,7 @@ done
 "$TOOLS/mutate" random "$bad/random-64" 64 8
 printf '\177ELF' >"$bad/magic-only"
 printf 'hello, world\n' >"$bad/text"
-"$CLANG" --target=riscv64-linux-gnu -c "$HERE/sample.c" -o "$bad/riscv64.o"
+echo 'int ppc(int x) { return x + 1; }' | "$CLANG" --target=powerpc64le-linux-gnu -x c -c - -o "$bad/ppc64le.o"
 "$CLANG" --target=i386-linux-gnu -c "$HERE/sample.c" -o "$bad/i386.o"
 "$CLANG" --target=aarch64_be-linux-gnu -c "$HERE/sample.c" -o "$bad/aarch64_be.o"
 mkdir -p "$bad/a-directory"

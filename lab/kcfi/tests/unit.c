@@ -314,10 +314,13 @@ static void test_elf_header(void)
 
 	check(elf_parse(&ef, buf, 10, err, sizeof(err)) && strstr(err, "truncated"),
 	      "ELF: truncated header", err);
-	buf[0x12] = 243; /* EM_RISCV */
+	buf[0x12] = 21; /* EM_PPC64 */
 	buf[0x10] = 1;
-	check(elf_parse(&ef, buf, sizeof(buf), err, sizeof(err)) && strstr(err, "riscv"),
+	check(elf_parse(&ef, buf, sizeof(buf), err, sizeof(err)) && strstr(err, "ppc64"),
 	      "ELF: other machine", err);
+	buf[0x12] = 243; /* EM_RISCV: accepted, fails later */
+	check(elf_parse(&ef, buf, sizeof(buf), err, sizeof(err)) &&
+	      strstr(err, "no section headers"), "ELF: riscv64 accepted", err);
 	buf[0x12] = 62;
 	check(elf_parse(&ef, buf, sizeof(buf), err, sizeof(err)) &&
 	      strstr(err, "no section headers"), "ELF: no section headers", err);
