@@ -5,6 +5,8 @@
  * registers: bits 0-4 the call target, bits 5-9 the expected type id.
  * x86_64: the kernel's decode_cfi_insn() reads the movl/addl before the
  * ud2: the expected id is -imm32, the target is the addl's base register.
+ * riscv64: decode_cfi_insn() reads the beq before the ebreak and the call
+ * after it: the beq's first register and the call's register.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -18,10 +20,12 @@
 
 static const char usage[] =
 	"usage: kcfi explain --arch arm64 BRK_IMMEDIATE|ESR\n"
-	"       kcfi explain --arch x86_64 BYTES...\n"
+	"       kcfi explain --arch x86_64|riscv64 BYTES...\n"
 	"  arm64: a brk immediate (0x8222) or a full ESR (0xf2008222).\n"
 	"  x86_64: the hex bytes of a check sequence, e.g.\n"
 	"    41 ba 5b ad f3 81 45 03 53 fc 74 02 0f 0b\n"
+	"  riscv64: the bytes of a check and the call after it, e.g.\n"
+	"    03 a3 c7 ff b7 53 0c 7e 9b 83 53 2a 63 03 73 00 02 90 82 87\n"
 	"  (the bytes of an oops \"Code:\" line work too: <> marks are ignored\n"
 	"  and the check is searched for).\n";
 
@@ -171,6 +175,166 @@ static int explain_x86(int argc, char **argv)
 	return 0;
 }
 
+/* "0x2a5", "-0x479": a signed immediate as llvm-objdump prints it. */
+static const char *signed_hex(int32_t v, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s0x%" PRIx32, v < 0 ? "-" : "", v < 0 ? 0u - (uint32_t)v : (uint32_t)v);
+	return buf;
+}
+
+/* The instruction that builds the expected id without a lui. */
+static void rv_add_text(const struct rv_check *c, char *insn, size_t size, const char **comment)
+{
+	const char *t = rv_reg_name(c->type_reg);
+	char imm[16];
+
+	signed_hex(c->lo12, imm, sizeof(imm));
+	if (c->lui.len) {
+		if (c->add.len == 2)
+			snprintf(insn, size, "c.addiw %s, %s", t, imm);
+		else
+			snprintf(insn, size, "addiw %s, %s, %s", t, t, imm);
+		*comment = "plus the low 12 bits, sign-extended";
+	} else if (c->stale_base) {
+		if (c->add.len == 2)
+			snprintf(insn, size, "c.addi %s, %s", t, imm);
+		else
+			snprintf(insn, size, "addi %s, %s, %s", t, t, imm);
+		*comment = "no lui: adds the id to what was in the register";
+	} else {
+		if (c->add.len == 2)
+			snprintf(insn, size, "c.li %s, %s", t, imm);
+		else
+			snprintf(insn, size, "addi %s, zero, %s", t, imm);
+		*comment = "the expected id: it fits in 12 bits";
+	}
+}
+
+static void rv_listing(const uint8_t *p, const struct rv_check *c, int got)
+{
+	const char *target = rv_reg_name(c->target_reg), *comment = "";
+	char insn[64], imm[16];
+
+	snprintf(insn, sizeof(insn), "lw %s, %s(%s)", rv_reg_name(c->load_reg),
+		 signed_hex(c->disp, imm, sizeof(imm)), target);
+	line(p, 4, insn, "load the callee's id, in front of its entry");
+	if (got < 2)
+		return;
+	if (c->lui.len) {
+		snprintf(insn, sizeof(insn), "%slui %s, 0x%" PRIx32, c->lui.len == 2 ? "c." : "",
+			 rv_reg_name(c->type_reg), c->hi20);
+		line(p + c->lui.off, c->lui.len, insn, "the expected id: its upper 20 bits");
+	}
+	if (c->add.len) {
+		rv_add_text(c, insn, sizeof(insn), &comment);
+		line(p + c->add.off, c->add.len, insn, comment);
+	}
+	if (got < 3)
+		return;
+	snprintf(insn, sizeof(insn), "beq %s, %s, %+" PRId32, rv_reg_name(c->load_reg),
+		 rv_reg_name(c->type_reg), c->branch);
+	line(p + c->beq.off, 4, insn, c->branch ? "skip the trap when they match" :
+	     "skip the trap (offset not relocated yet)");
+	if (got < 4)
+		return;
+	line(p + c->trap.off, c->trap.len, c->trap.len == 2 ? "c.ebreak" : "ebreak",
+	     "the trap: regs->epc points here");
+	if (got < 5)
+		return;
+	snprintf(insn, sizeof(insn), "%s%s %s", c->call.len == 2 ? "c." : "",
+		 c->tail_call ? "jr" : "jalr", target);
+	line(p + c->call.off, c->call.len, insn,
+	     c->tail_call ? "the tail call the check guards" : "the call the check guards");
+}
+
+/* How the expected id is made of the lui and addiw immediates. */
+static void rv_print_id(const struct rv_check *c)
+{
+	printf("expected type id: 0x%08" PRIx32, c->id);
+	if (c->lui.len && c->lo12)
+		printf(" (0x%05" PRIx32 " << 12, %s 0x%" PRIx32 ")\n", c->hi20,
+		       c->lo12 < 0 ? "minus" : "plus",
+		       c->lo12 < 0 ? 0u - (uint32_t)c->lo12 : (uint32_t)c->lo12);
+	else if (c->lui.len)
+		printf(" (0x%05" PRIx32 " << 12)\n", c->hi20);
+	else
+		printf(" (the immediate, sign-extended)\n");
+	if (c->stale_base)
+		printf("warning: without a lui the check adds the id to %s's old value, so it "
+		       "compares against whatever that sums to (clang 19, ids within 2 KiB of 0)\n",
+		       rv_reg_name(c->type_reg));
+}
+
+/* What the kernel's handle_cfi_failure() makes of this trap. */
+static void rv_print_kernel(const struct rv_check *c)
+{
+	const char *load = rv_reg_name(c->load_reg), *type = rv_reg_name(c->type_reg);
+
+	printf("kernel: handle_cfi_failure() takes the ebreak for a KCFI trap because "
+	       "__kcfi_traps lists it\n");
+	printf("kernel: decode_cfi_insn() reports the beq's first register, %s, as the "
+	       "\"expected type\": here that is the callee's own id (the expected one is in %s)\n",
+	       load, type);
+	if (c->tail_call && c->call.len == 2)
+		printf("kernel: the call is c.jr, which decode_cfi_insn() does not know (it reads "
+		       "jalr and c.jalr): the report says \"no target information\"\n");
+	else
+		printf("kernel: the target is the call's register, %s\n", rv_reg_name(c->target_reg));
+}
+
+static int explain_riscv(int argc, char **argv)
+{
+	uint8_t bytes[MAX_BYTES];
+	size_t n, start = 0;
+	struct rv_check c;
+	const char *why = NULL;
+	int best = -1, got;
+
+	if (kcfi_parse_bytes("explain", argc, argv, bytes, MAX_BYTES, &n))
+		return EXIT_INPUT;
+	/* The check may start at any 2-byte boundary: take the best decode. */
+	for (size_t i = 0; i + 2 <= n; i += 2) {
+		const char *w;
+		int k = rv_decode_check(bytes + i, n - i, &c, &w);
+
+		if (k > best) {
+			best = k;
+			start = i;
+			why = w;
+		}
+		if (k == RV_CHECK_STEPS)
+			break;
+	}
+	got = rv_decode_check(bytes + start, n - start, &c, &why);
+	if (got == 0) {
+		kcfi_err("explain", "no KCFI check sequence in these bytes (%s)", why);
+		return EXIT_INPUT;
+	}
+	if (start)
+		printf("skipped %zu leading byte%s\n", start, start == 1 ? "" : "s");
+	rv_listing(bytes + start, &c, got);
+	if (got >= 2)
+		rv_print_id(&c);
+	printf("target register: %s (the lw's base register%s)\n", rv_reg_name(c.target_reg),
+	       got == RV_CHECK_STEPS ? " and the call's" : "");
+	printf("callee's type id read from: %s-0x%" PRIx32 " (4 bytes before the entry",
+	       rv_reg_name(c.target_reg), (uint32_t)-c.disp);
+	if (c.disp < -4)
+		printf(" and its %" PRId32 "-byte -fpatchable-function-entry padding", -c.disp - 4);
+	printf(")\n");
+	if (got < RV_CHECK_STEPS) {
+		kcfi_err("explain", "incomplete check sequence: %s", why);
+		return EXIT_INPUT;
+	}
+	printf("compared: %s (the callee's id) with %s (the expected id)\n",
+	       rv_reg_name(c.load_reg), rv_reg_name(c.type_reg));
+	rv_print_kernel(&c);
+	if (start + c.call.off + c.call.len < n)
+		printf("ignored %zu trailing byte%s\n", n - start - c.call.off - c.call.len,
+		       n - start - c.call.off - c.call.len == 1 ? "" : "s");
+	return 0;
+}
+
 int cmd_explain(int argc, char **argv)
 {
 	const char *arch = NULL;
@@ -203,7 +367,7 @@ int cmd_explain(int argc, char **argv)
 		}
 	}
 	if (!arch)
-		return kcfi_usage_err("explain", usage, "missing --arch arm64|x86_64");
+		return kcfi_usage_err("explain", usage, "missing --arch arm64|x86_64|riscv64");
 	if (!nvalues)
 		return kcfi_usage_err("explain", usage, "missing value to explain");
 	if (strcmp(arch, "arm64") == 0 || strcmp(arch, "aarch64") == 0) {
@@ -215,6 +379,8 @@ int cmd_explain(int argc, char **argv)
 	if (strcmp(arch, "x86_64") == 0 || strcmp(arch, "x86-64") == 0 ||
 	    strcmp(arch, "x86") == 0)
 		return explain_x86(nvalues, argv + first);
-	return kcfi_usage_err("explain", usage, "unknown --arch '%s' (arm64 or x86_64)",
-			      arch);
+	if (strcmp(arch, "riscv64") == 0 || strcmp(arch, "riscv") == 0)
+		return explain_riscv(nvalues, argv + first);
+	return kcfi_usage_err("explain", usage,
+			      "unknown --arch '%s' (arm64, x86_64 or riscv64)", arch);
 }

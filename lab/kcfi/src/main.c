@@ -12,7 +12,7 @@ static const char usage[] =
 	"  scan IMAGE [--json]          preambles, check sites, traps, typeid symbols\n"
 	"  site IMAGE ADDR|SYMBOL+OFF   one check site and the functions it may call\n"
 	"  func IMAGE NAME...           the type id in front of each function\n"
-	"  explain --arch ARCH VALUE    decode an arm64 brk/ESR or x86_64 check bytes\n"
+	"  explain --arch ARCH VALUE    decode an arm64 brk/ESR, x86_64 or riscv64 check bytes\n"
 	"  decode --arch ARCH BYTES     find the check in code bytes (as gdb reads them)\n"
 	"Run 'kcfi COMMAND --help' for details.\n";
 
