@@ -47,13 +47,13 @@ for line in sys.stdin:
         funcs.append((w[2], w[3]))
 
 # kcfi site --json: valid JSON, the id of the text form, and a check that
-# ends with its trap (ud2: 2 bytes, brk: 4).
+# ends with its trap (ud2: 2 bytes, brk: 4, riscv64: its trap_length).
 bad_site, bad_decode = [], []
 for loc, tid in sites:
     j, raw = kcfi("site", IMAGE, "0x" + loc, "--json")
     try:
         s = j["sites"][0]
-        trap = 4 if "brk_immediate" in s else 2
+        trap = s.get("trap_length", 4 if "brk_immediate" in s else 2)
         ok = (s["type_id"] == "0x" + tid and len(j["sites"]) == 1 and
               int(s["check"]["address"], 16) + s["length"] ==
               int(s["trap"]["address"], 16) + trap)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Test driver for `make check`.  Expected values come from clang-16 and
-# llvm-objdump-16, never from kcfi itself.  Everything generated goes into
+# llvm-objdump-16 (riscv64: clang-19 and llvm-objdump-19, as KCFI on
+# riscv64 needs clang 17), never from kcfi itself.  Everything generated goes into
 # $BUILD.  Prints "ok - ..." / "FAIL - ..." per test and, last,
 # "N passed, N failed"; exits non-zero if anything failed.
 set -Eeuo pipefail
@@ -15,6 +16,10 @@ OBJDUMP=${OBJDUMP16:-llvm-objdump-16}
 OBJCOPY=${OBJCOPY16:-llvm-objcopy-16}
 NM=${NM16:-llvm-nm-16}
 LLD=${LLD16:-ld.lld-16}
+CLANG19=${CLANG19:-clang-19}
+OBJDUMP19=${OBJDUMP19:-llvm-objdump-19}
+OBJCOPY19=${OBJCOPY19:-llvm-objcopy-19}
+LLD19=${LLD19:-ld.lld-19}
 RANDOM_PROTOS=${RANDOM_PROTOS:-600}
 BATCH=${BATCH:-250}
 MUTANTS=${MUTANTS:-150}
@@ -45,12 +50,34 @@ finish() {
 # A command failing outside a test still ends with the summary line.
 trap '[ "$BASHPID" != "$$" ] || { fail "test script stopped at line $LINENO"; echo "$passed passed, $failed failed"; }' ERR
 
-for tool in "$CLANG" "$OBJDUMP" "$OBJCOPY" "$NM" "$LLD"; do
+for tool in "$CLANG" "$OBJDUMP" "$OBJCOPY" "$NM" "$LLD" "$CLANG19" "$OBJDUMP19" "$OBJCOPY19" "$LLD19"; do
 	if ! command -v "$tool" >/dev/null; then
-		fail "required tool $tool not found (apt-get install clang-16 llvm-16 lld-16)"
+		fail "required tool $tool not found (apt-get install clang-16 llvm-16 lld-16 clang-19 llvm-19 lld-19)"
 		finish
 	fi
 done
+
+# cc_for TARGET: the clang that compiles for TARGET (riscv64's KCFI check
+# came with clang 17); ld_for TARGET: its linker.
+cc_for() { if [ "$1" = riscv64 ]; then echo "$CLANG19"; else echo "$CLANG"; fi; }
+ld_for() { if [ "$1" = riscv64 ]; then echo "$LLD19"; else echo "$LLD"; fi; }
+
+# objdump_ref FILE EXEC: tests/objdump-ref.awk's records for FILE.
+# riscv64 files (rv-*, *.riscv64.o) go through llvm-objdump-19 -M
+# no-aliases, with the $d mapping symbols from its symbol table, since it
+# disassembles data in code as instructions.
+objdump_ref() {
+	local f=$1 ex=$2
+	case ${f##*/} in
+	rv-* | *.riscv64.o)
+		# shellcheck disable=SC2016 # awk's $NF and the symbol $d
+		"$OBJDUMP19" -t "$f" | awk '$NF == "$d" { print $1, $(NF - 2) }' >"$BUILD/dmaps.txt"
+		"$OBJDUMP19" -d -M no-aliases "$f" |
+			awk -v exec="$ex" -v dmaps="$BUILD/dmaps.txt" -f "$HERE/objdump-ref.awk"
+		;;
+	*) "$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" ;;
+	esac
+}
 
 # ---------------------------------------------------------------------------
 # 0. Unit tests (xxHash64 vectors, manglings, decoders, ELF header checks)
@@ -85,12 +112,12 @@ for part in "$BUILD"/batch[0-9][0-9]; do
 		  print line " {}"; names = names "\tkcfi_fn_" n ",\n" }
 		END { print "void *kcfi_fn_table_" first "[] = {\n" names "};" }' \
 		"$part" >"$part.c"
-	for target in x86_64 aarch64; do
-		if ! "$CLANG" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -w \
+	for target in x86_64 aarch64 riscv64; do
+		if ! "$(cc_for "$target")" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -w \
 			-include "$HERE/prelude.h" -c "$part.c" -o "$part.$target.o" \
 			2>"$part.$target.err"; then
 			compile_ok=0
-			fail "clang-16 rejected generated batch $part.c ($target): $(head -n 3 "$part.$target.err")"
+			fail "$(cc_for "$target") rejected generated batch $part.c ($target): $(head -n 3 "$part.$target.err")"
 		fi
 	done
 	if [ -f "$part.x86_64.o" ]; then
@@ -137,7 +164,7 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# 2. kcfi scan agrees with llvm-objdump-16 on every preamble and check site
+# 2. kcfi scan agrees with llvm-objdump-16 (-19) on every preamble and check site
 # ---------------------------------------------------------------------------
 objs=$BUILD/objs
 mkdir -p "$objs"
@@ -156,18 +183,39 @@ build_obj x86-O2-g x86_64 -g
 build_obj a64-O1-fs aarch64 -O1 -ffunction-sections
 build_obj a64-pfe2 aarch64 -fpatchable-function-entry=2
 build_obj a64-pfe42 aarch64 -fpatchable-function-entry=4,2
+build_rv_obj() { # NAME CFLAGS...
+	local name=$1
+	shift
+	"$CLANG19" --target=riscv64-linux-gnu -O2 -fsanitize=kcfi "$@" \
+		-c "$HERE/sample.c" -o "$objs/$name.o"
+}
+# riscv64: with the C extension (rv64gc) and without (32-bit ebreak and
+# calls; the target moves to t1, so the check loads into t3), with
+# -fpatchable-function-entry prefixes of c.nops and of nops, and with the
+# kernel's flags (arch/riscv/Makefile: no relaxation, 4 nops at the entry).
+build_rv_obj rv-O2
+build_rv_obj rv-O1-fs -O1 -ffunction-sections
+build_rv_obj rv-norvc -march=rv64g
+build_rv_obj rv-pfe42 -fpatchable-function-entry=4,2
+build_rv_obj rv-norvc-pfe32 -march=rv64g -fpatchable-function-entry=3,2
+build_rv_obj rv-kernel -march=rv64imac_zicsr_zifencei -mcmodel=medany -mno-relax -fno-pic \
+	-mno-save-restore -fpatchable-function-entry=4
 link() { "$LLD" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
+rvlink() { "$LLD19" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
 link "$objs/x86-O2.o" -o "$objs/x86-exec"
 link "$objs/a64-O1-fs.o" -o "$objs/a64-exec"
 link "$objs/x86-O2-g.o" -o "$objs/x86-g-exec"
 # Big linked images from the prototype batches plus the sample.
 link "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
 link "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
+rvlink "$objs/rv-O1-fs.o" -o "$objs/rv-exec"
+rvlink "$objs/rv-kernel.o" --no-relax -o "$objs/rv-kernel-exec"
+rvlink "$objs/rv-O2.o" "$BUILD"/batch*.riscv64.o -o "$objs/rv-big-exec"
 # kcfi scan --types: the batches carry DWARF (-g), so every generated
 # prototype is read back from it and hashes to clang's id; the sample's
 # functions have none.
 if command -v python3 >/dev/null; then
-	for f in "$objs/x86-big-exec" "$objs/a64-big-exec"; do
+	for f in "$objs/x86-big-exec" "$objs/a64-big-exec" "$objs/rv-big-exec"; do
 		if "$KCFI" scan "$f" --types --json >"$BUILD/types.json" 2>"$BUILD/types.err" &&
 			out=$(python3 -c '
 import json, sys
@@ -203,10 +251,10 @@ fi
 # prototype (its type has no parameters).
 printf '%s\n' 'typedef int arr3_t[3];' 'void qarr(const arr3_t *p) { (void)p; }' \
 	'int knr(a) int a; { return a; }' 'void *tbl[] = { qarr, knr };' 'void entry(void) {}' >"$BUILD/odd-types.c"
-for target in x86_64 aarch64; do
-	if "$CLANG" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -ffreestanding -w \
+for target in x86_64 aarch64 riscv64; do
+	if "$(cc_for "$target")" --target="$target-linux-gnu" -O2 -g -fsanitize=kcfi -ffreestanding -w \
 		-c "$BUILD/odd-types.c" -o "$BUILD/odd-types.o" &&
-		"$LLD" -e entry --unresolved-symbols=ignore-all "$BUILD/odd-types.o" -o "$BUILD/odd-types" &&
+		"$(ld_for "$target")" -e entry --unresolved-symbols=ignore-all "$BUILD/odd-types.o" -o "$BUILD/odd-types" &&
 		out=$("$KCFI" scan "$BUILD/odd-types" --types) &&
 		grep -q 'verified 3 of 3 ' <<<"$out"; then
 		pass "scan --types $target: a const typedef'd array and a K&R definition hash to their ids"
@@ -221,17 +269,20 @@ else
 	fail "scan --types without DWARF: $(cat "$BUILD/types.err")"
 fi
 
-# arm64 without mapping symbols: kcfi falls back to known ids.
+# arm64 and riscv64 without mapping symbols: kcfi falls back to known ids.
 # shellcheck disable=SC2016 # literal $d/$x symbol names
 "$OBJCOPY" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
 	"$objs/a64-exec" "$objs/a64-exec-nomap"
+# shellcheck disable=SC2016 # literal $d/$x symbol names
+"$OBJCOPY19" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
+	"$objs/rv-exec" "$objs/rv-exec-nomap"
 
 is_exec() { case $1 in *exec*) echo 1 ;; *) echo 0 ;; esac; }
 
 compare_scan() { # FILE
 	local f=$1 name=${1##*/} ex ref got nf ns
 	ex=$(is_exec "$f")
-	ref=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" | { grep -E '^(F|S) ' || true; } | sort)
+	ref=$(objdump_ref "$f" "$ex" | { grep -E '^(F|S) ' || true; } | sort)
 	got=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | sort)
 	nf=$(grep -c '^F' <<<"$ref" || true)
 	ns=$(grep -c '^S' <<<"$ref" || true)
@@ -244,29 +295,33 @@ compare_scan() { # FILE
 }
 
 for f in "$objs"/x86-* "$objs"/a64-exec "$objs"/a64-big-exec "$objs"/a64-O* "$objs"/a64-pfe* \
-	"$BUILD"/batch00.x86_64.o "$BUILD"/batch00.aarch64.o; do
+	"$objs"/rv-O* "$objs"/rv-norvc* "$objs"/rv-pfe* "$objs"/rv-kernel* "$objs"/rv-exec \
+	"$objs"/rv-big-exec "$BUILD"/batch00.x86_64.o "$BUILD"/batch00.aarch64.o \
+	"$BUILD"/batch00.riscv64.o; do
 	compare_scan "$f"
 done
 
 # Without mapping symbols: exactly the preambles whose id a check site
 # expects or a __kcfi_typeid_ symbol defines.
-f=$objs/a64-exec-nomap
-ids=$({
-	"$OBJDUMP" -d "$objs/a64-exec" | awk -v exec=1 -f "$HERE/objdump-ref.awk" | awk '$1 == "S" { print $3 }'
-	"$NM" "$objs/a64-exec" | awk 'NF == 3 && $3 ~ /^__kcfi_typeid_/ { print substr($1, 9) }'
-} | sort -u)
-ref=$("$OBJDUMP" -d "$objs/a64-exec" | awk -v exec=1 -f "$HERE/objdump-ref.awk" | grep -E '^(F|S) ' |
-	awk -v ids="$ids" 'BEGIN { n = split(ids, v, "\n"); for (i = 1; i <= n; i++) ok[v[i]] = 1 }
-		$1 == "S" || ok[$3]' | sort)
-got=$("$KCFI" scan "$f" | awk -f "$HERE/scan-text.awk" | sort)
-if [ -n "$ref" ] && [ "$ref" = "$got" ] && out=$("$KCFI" scan "$f") && grep -q 'no mapping symbols' <<<"$out"; then
-	pass "scan a64-exec-nomap: known-id fallback finds exactly the $(grep -c '^F' <<<"$ref") reachable preambles"
-else
-	fail "scan a64-exec-nomap: fallback differs:"
-	diff <(echo "$ref") <(echo "$got") | sed -n '1,10s/^/    /p' || true
-fi
+for f in "$objs/a64-exec" "$objs/rv-exec"; do
+	ids=$({
+		objdump_ref "$f" 1 | awk '$1 == "S" { print $3 }'
+		"$NM" "$f" | awk 'NF == 3 && $3 ~ /^__kcfi_typeid_/ { print substr($1, 9) }'
+	} | sort -u)
+	ref=$(objdump_ref "$f" 1 | grep -E '^(F|S) ' |
+		awk -v ids="$ids" 'BEGIN { n = split(ids, v, "\n"); for (i = 1; i <= n; i++) ok[v[i]] = 1 }
+			$1 == "S" || ok[$3]' | sort)
+	got=$("$KCFI" scan "$f-nomap" | awk -f "$HERE/scan-text.awk" | sort)
+	if [ -n "$ref" ] && [ "$ref" = "$got" ] && out=$("$KCFI" scan "$f-nomap") && grep -q 'no mapping symbols' <<<"$out"; then
+		pass "scan ${f##*/}-nomap: known-id fallback finds exactly the $(grep -c '^F' <<<"$ref") reachable preambles"
+	else
+		fail "scan ${f##*/}-nomap: fallback differs:"
+		diff <(echo "$ref") <(echo "$got") | sed -n '1,10s/^/    /p' || true
+	fi
+done
 
-# x86_64: every check site is listed in .kcfi_traps, and nothing else is;
+# x86_64 and riscv64: every check site is listed in .kcfi_traps, and
+# nothing else is (in a riscv64 .o each entry is an ADD32/SUB32 pair);
 # also when a linker script buries the table in .rodata between
 # __start___kcfi_traps and __stop___kcfi_traps.
 cat >"$BUILD/traps.lds" <<'EOF'
@@ -280,7 +335,8 @@ SECTIONS {
 }
 EOF
 link "$objs/x86-O2.o" -T "$BUILD/traps.lds" -o "$objs/x86-lds-exec"
-for f in "$objs"/x86-O2.o "$objs"/x86-pfe16.o "$objs"/x86-exec "$objs"/x86-lds-exec; do
+for f in "$objs"/x86-O2.o "$objs"/x86-pfe16.o "$objs"/x86-exec "$objs"/x86-lds-exec \
+	"$objs"/rv-O2.o "$objs"/rv-O1-fs.o "$objs"/rv-kernel.o "$objs"/rv-exec "$objs"/rv-big-exec; do
 	out=$("$KCFI" scan "$f")
 	nsites=$(awk '/^check sites/ { print substr($3, 2) + 0 }' <<<"$out")
 	if grep -q "\.kcfi_traps: *$nsites entries, $nsites sites listed, 0 entries without a site, 0 unresolved" <<<"$out" &&
@@ -292,19 +348,22 @@ for f in "$objs"/x86-O2.o "$objs"/x86-pfe16.o "$objs"/x86-exec "$objs"/x86-lds-e
 done
 
 # __kcfi_typeid_ symbols: values from llvm-nm, and the ids kcfi hash gives.
-want=$("$NM" "$objs/x86-O2.o" | awk '/__kcfi_typeid_/ { print substr($1, 9), $3 }' | sort)
-got=$("$KCFI" scan "$objs/x86-O2.o" | awk '/^__kcfi_typeid symbols/ { m = 1; next } /^$/ { m = 0 } m { print substr($1, 3), $2 }' | sort)
 h1=$("$KCFI" hash 'void (int *)' | cut -c3-10)
 h2=$("$KCFI" hash 'int (struct file *, unsigned long)' | cut -c3-10)
-if [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "^$h1 __kcfi_typeid_ext_fn$" <<<"$got" &&
-	grep -q "^$h2 __kcfi_typeid_ext_cb$" <<<"$got"; then
-	pass "scan: __kcfi_typeid_ symbols match llvm-nm and kcfi hash"
-else
-	fail "scan: __kcfi_typeid_ symbols: want [$want] got [$got] hash $h1 $h2"
-fi
+for f in "$objs/x86-O2.o" "$objs/rv-O2.o"; do
+	want=$("$NM" "$f" | awk '/__kcfi_typeid_/ { print substr($1, 9), $3 }' | sort)
+	got=$("$KCFI" scan "$f" | awk '/^__kcfi_typeid symbols/ { m = 1; next } /^$/ { m = 0 } m { print substr($1, 3), $2 }' | sort)
+	if [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "^$h1 __kcfi_typeid_ext_fn$" <<<"$got" &&
+		grep -q "^$h2 __kcfi_typeid_ext_cb$" <<<"$got"; then
+		pass "scan ${f##*/}: __kcfi_typeid_ symbols match llvm-nm and kcfi hash"
+	else
+		fail "scan ${f##*/}: __kcfi_typeid_ symbols: want [$want] got [$got] hash $h1 $h2"
+	fi
+done
 
 # Address-taken functions without a preamble (relocatable files only).
-for f in "$objs"/x86-O2.o "$objs"/x86-O1-fs.o "$objs"/a64-O2.o "$objs"/a64-pfe42.o; do
+for f in "$objs"/x86-O2.o "$objs"/x86-O1-fs.o "$objs"/a64-O2.o "$objs"/a64-pfe42.o \
+	"$objs"/rv-O2.o "$objs"/rv-pfe42.o "$objs"/rv-kernel.o; do
 	out=$("$KCFI" scan "$f")
 	if grep -q 'address-taken without preamble: 1$' <<<"$out" && grep -q ' asm_untyped  (referenced from' <<<"$out"; then
 		pass "scan ${f##*/}: reports asm_untyped as address-taken without preamble"
@@ -318,10 +377,10 @@ done
 # object that defines it (as in a .ko), kcfi resolves it.
 want=$("$KCFI" hash 'void (long)' | cut -c1-10)
 printf 'extern void asm_typed2(long);\nvoid (*const typed2_ref)(long) = asm_typed2;\n' >"$BUILD/ids.c"
-for target in x86_64 aarch64; do
-	"$CLANG" --target="$target-linux-gnu" -c "$HERE/typed-$target.s" -o "$objs/typed-$target.o"
-	"$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -c "$BUILD/ids.c" -o "$BUILD/ids-$target.o"
-	"$LLD" -r "$objs/typed-$target.o" "$BUILD/ids-$target.o" -o "$objs/typed-ko-$target.o"
+for target in x86_64 aarch64 riscv64; do
+	"$(cc_for "$target")" --target="$target-linux-gnu" -c "$HERE/typed-$target.s" -o "$objs/typed-$target.o"
+	"$(cc_for "$target")" --target="$target-linux-gnu" -O2 -fsanitize=kcfi -c "$BUILD/ids.c" -o "$BUILD/ids-$target.o"
+	"$(ld_for "$target")" -r "$objs/typed-$target.o" "$BUILD/ids-$target.o" -o "$objs/typed-ko-$target.o"
 	if out=$("$KCFI" scan "$objs/typed-$target.o") &&
 		grep -q '  ?  *asm_typed2  (id from __kcfi_typeid_asm_typed2, undefined here)$' <<<"$out" &&
 		out=$("$KCFI" scan "$objs/typed-ko-$target.o") &&
@@ -339,7 +398,7 @@ if command -v jq >/dev/null; then
 elif command -v python3 >/dev/null; then
 	json_tool="python3 -m json.tool"
 fi
-for f in "$objs"/x86-O2.o "$objs"/a64-big-exec; do
+for f in "$objs"/x86-O2.o "$objs"/a64-big-exec "$objs"/rv-O2.o "$objs"/rv-big-exec; do
 	j=$("$KCFI" scan --json "$f")
 	nf=$(grep -c '"evidence": ' <<<"$j" || true)
 	ns=$(grep -c '"trap": ' <<<"$j" || true)
@@ -355,9 +414,9 @@ for f in "$objs"/x86-O2.o "$objs"/a64-big-exec; do
 done
 
 # kcfi site: the functions listed are exactly those with the site's id.
-for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
+for f in "$objs"/x86-O2.o "$objs"/a64-exec "$objs"/rv-O2.o "$objs"/rv-exec; do
 	ex=$(is_exec "$f")
-	ref=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk")
+	ref=$(objdump_ref "$f" "$ex")
 	bad=0
 	nsites=0
 	while read -r _ loc id _; do
@@ -386,9 +445,9 @@ done
 
 # kcfi func: the ids llvm-objdump shows in front of each function; none
 # for a function without a preamble; an error for a name that is none.
-for f in "$objs"/x86-O2.o "$objs"/a64-exec; do
+for f in "$objs"/x86-O2.o "$objs"/a64-exec "$objs"/rv-O2.o "$objs"/rv-exec; do
 	ex=$(is_exec "$f")
-	want=$("$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" | awk '$1 == "F" { print "0x" $3, $4 }' | sort -u)
+	want=$(objdump_ref "$f" "$ex" | awk '$1 == "F" { print "0x" $3, $4 }' | sort -u)
 	mapfile -t fnames < <(awk '{ print $2 }' <<<"$want" | sort -u)
 	got=$("$KCFI" func "$f" "${fnames[@]}" | awk '{ print $1, $2 }' | sort -u)
 	if [ -n "$want" ] && [ "$want" = "$got" ]; then
@@ -412,11 +471,14 @@ fi
 # them (as gdb reads memory), and decode --preamble of the bytes before
 # each entry: all against llvm-objdump, one Python an image.
 if command -v python3 >/dev/null; then
-	for f in "$objs"/x86-exec "$objs"/a64-exec; do
-		arch=x86_64
-		[[ "$f" == */a64-* ]] && arch=arm64
-		"$OBJCOPY" -O binary --only-section=.text "$f" "$BUILD/text.bin"
-		"$OBJDUMP" -d "$f" | awk -v exec=1 -f "$HERE/objdump-ref.awk" >"$BUILD/ref.txt"
+	for f in "$objs"/x86-exec "$objs"/a64-exec "$objs"/rv-exec "$objs"/rv-kernel-exec; do
+		case ${f##*/} in
+		a64-*) arch=arm64 ;;
+		rv-*) arch=riscv64 ;;
+		*) arch=x86_64 ;;
+		esac
+		"$OBJCOPY19" -O binary --only-section=.text "$f" "$BUILD/text.bin"
+		objdump_ref "$f" 1 >"$BUILD/ref.txt"
 		python3 "$HERE/check-json.py" "$KCFI" "$f" "$arch" "$BUILD/text.bin" \
 			<"$BUILD/ref.txt" >"$BUILD/check-json.out" 2>&1 || true
 		results=0
@@ -431,16 +493,18 @@ if command -v python3 >/dev/null; then
 	done
 fi
 
-if [ "$("$KCFI" site "$objs/x86-O2.o" many | grep -c '^check site')" = 5 ]; then
-	pass "site SYMBOL lists all 5 check sites in many()"
-else
-	fail "site SYMBOL: expected 5 sites in many()"
-fi
+for f in "$objs/x86-O2.o" "$objs/rv-O2.o"; do
+	if [ "$("$KCFI" site "$f" many | grep -c '^check site')" = 5 ]; then
+		pass "site ${f##*/} SYMBOL lists all 5 check sites in many()"
+	else
+		fail "site ${f##*/} SYMBOL: expected 5 sites in many()"
+	fi
+done
 
 # ---------------------------------------------------------------------------
 # 3. explain round trips on bytes and brk immediates from compiled objects
 # ---------------------------------------------------------------------------
-records=$(for f in "$objs"/*; do "$OBJDUMP" -d "$f" | awk -v exec=0 -f "$HERE/objdump-ref.awk"; done)
+records=$(for f in "$objs"/*; do objdump_ref "$f" 0; done)
 bad=0
 n=0
 forms=""
@@ -482,6 +546,35 @@ if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
 	pass "explain arm64: $n brk immediates (and their ESRs) decode to objdump's registers"
 else
 	fail "explain arm64 round trip"
+fi
+# riscv64: explain and decode the bytes of each check with its call, in
+# every form the objects hold: the six shapes of the expected id
+# (sample.c's shape_*), t3 in place of t1 or t2, 32-bit ebreak and calls.
+bad=0
+n=0
+forms=""
+while read -r _ id reg lreg treg bytes; do
+	n=$((n + 1))
+	out=$("$KCFI" explain --arch riscv64 "$bytes") || { bad=1; echo "    explain '$bytes' failed"; continue; }
+	if ! grep -q "^expected type id: 0x$id " <<<"$out" || ! grep -q "^target register: $reg " <<<"$out" ||
+		! grep -q "^compared: $lreg (the callee's id) with $treg " <<<"$out"; then
+		bad=1
+		echo "    explain '$bytes': want id $id, target $reg, $lreg with $treg"
+	fi
+	out=$("$KCFI" decode --arch riscv64 --json "$bytes") || { bad=1; echo "    decode '$bytes' failed"; continue; }
+	if ! grep -q "\"type_id\": \"0x$id\".*\"load_register\": \"$lreg\", \"type_register\": \"$treg\"" <<<"$out"; then
+		bad=1
+		echo "    decode '$bytes': want $id $lreg $treg: $out"
+	fi
+	forms="$forms $id/$lreg/$treg/$(wc -w <<<"$bytes")"
+done < <(grep '^RB ' <<<"$records" | sort -u)
+for want in c0d9cff5/ b5834000/ fffee2cc/ 00018b87/ ffffc00a/ 00000472/ /t3/t2/ /t1/t3/ /t3/t2/24; do
+	case "$forms" in *" "*"$want"*) ;; *) bad=1 && echo "    no check of the form $want" ;; esac
+done
+if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
+	pass "explain riscv64: $n check sequences (every id shape, t3, 32-bit forms among them) decode to objdump's id and registers"
+else
+	fail "explain riscv64 round trip"
 fi
 if out=$("$KCFI" explain --arch x86_64 'Code: 90 90 41 ba 5b ad f3 81 45 03 53 fc 74 02 <0f> 0b ff e0') &&
 	grep -q '^expected type id: 0x7e0c52a5 ' <<<"$out"; then
@@ -537,7 +630,7 @@ done
 
 # Corrupted copies of real objects: exit 0 or 1 with a one-line error, and
 # no sanitizer report when the scanner runs over them in-process.
-for src in x86-O2.o a64-O2.o x86-exec x86-g-exec; do
+for src in x86-O2.o a64-O2.o x86-exec x86-g-exec rv-O2.o rv-exec; do
 	mkdir -p "$bad/mut-$src"
 	"$TOOLS/mutate" elf "$objs/$src" "$bad/mut-$src" "$MUTANTS" 99
 	crashes=0

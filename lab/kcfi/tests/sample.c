@@ -1,6 +1,7 @@
 /*
  * A small "driver" with the indirect-call shapes KCFI cares about, compiled
- * by tests/run.sh for x86_64 and aarch64 in several layouts and scanned.
+ * by tests/run.sh for x86_64, aarch64 and riscv64 in several layouts and
+ * scanned.
  */
 struct inode;
 struct file;
@@ -133,7 +134,7 @@ __asm__(".text\n"
 	"asm_typed:\n"
 	"	ret\n"
 	".size asm_typed, .-asm_typed\n");
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) || defined(__riscv)
 __asm__(".text\n"
 	".balign 4\n"
 	".4byte __kcfi_typeid_asm_typed\n"
@@ -169,6 +170,46 @@ void call_via_r10(void (*fp)(int *), int *p)
 	__asm__ volatile("" : "+r"(t));
 	t(p);
 	__asm__ volatile("" : : "r"(t));
+}
+#endif
+
+#if defined(__riscv)
+/*
+ * The riscv64 check's other forms.  The expected id is lui hi20 + addiw
+ * lo12: c.lui when hi20 fits in 6 signed bits, c.addiw when lo12 does,
+ * no addiw when lo12 is 0, and no lui at all when hi20 is 0 (clang 19
+ * then emits "addi t2, t2, lo12").  The struct names are chosen for ids
+ * of each shape (kcfi hash 'void (struct s36 *)' and so on).
+ */
+struct s36;	/* 0xc0d9cff5: lui + c.addiw -11 */
+struct s679;	/* 0xb5834000: lui alone */
+struct s5308;	/* 0xfffee2cc: c.lui + addiw */
+struct s27582;	/* 0x00018b87: c.lui + addiw -0x479 */
+struct s242413;	/* 0xffffc00a: c.lui + c.addiw */
+struct s292567;	/* 0x00000472: addi alone */
+void shape_addiw_c(void (*f)(struct s36 *), struct s36 *p) { f(p); }
+void shape_lui_only(void (*f)(struct s679 *), struct s679 *p) { f(p); }
+void shape_lui_c(void (*f)(struct s5308 *), struct s5308 *p) { f(p); }
+int shape_lui_c_neg(void (*f)(struct s27582 *), struct s27582 *p) { f(p); return 1; }
+void shape_both_c(void (*f)(struct s242413 *), struct s242413 *p) { f(p); }
+void shape_no_lui(void (*f)(struct s292567 *), struct s292567 *p) { f(p); }
+
+/* With the target in t1 or t2, t3 takes that register's part. */
+void call_via_t1(void (*fp)(int *), int *p)
+{
+	register void (*t)(int *) __asm__("t1") = fp;
+
+	__asm__ volatile("" : "+r"(t));
+	t(p);
+	__asm__ volatile("" : : "r"(t));
+}
+
+void call_via_t2(void (*fp)(int *), int *p)
+{
+	register void (*t)(int *) __asm__("t2") = fp;
+
+	__asm__ volatile("" : "+r"(t));
+	t(p);
 }
 #endif
 
