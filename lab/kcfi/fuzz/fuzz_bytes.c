@@ -1,6 +1,7 @@
 /*
  * libFuzzer target: the hex byte parser (kcfi explain, kcfi decode) and
- * the check decoders run over what it parses, at every offset.
+ * the check decoders (x86_64, arm64, riscv64) run over what it parses,
+ * at every offset.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +11,26 @@
 #include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* riscv64: a whole check and its call lie inside the bytes, in order,
+ * and a complete check has an id that its lui and addiw make. */
+static void decode_rv(const uint8_t *p, size_t n)
+{
+	struct rv_check r;
+	const char *why = NULL;
+	int steps = rv_decode_check(p, n, &r, &why);
+
+	if (steps < RV_CHECK_STEPS) {
+		if (!why)
+			abort(); /* every rejection has a reason */
+		return;
+	}
+	if (r.call.off + r.call.len > n || r.len != r.trap.off + r.trap.len ||
+	    r.call.off != r.len || r.beq.off + 4 != r.trap.off ||
+	    r.id != (r.hi20 << 12) + (uint32_t)r.lo12 || r.disp >= 0 ||
+	    (r.trap.len != 2 && r.trap.len != 4) || !rv_maybe_check(p, n))
+		abort();
+}
 
 static void decode_all(const uint8_t *p, size_t n)
 {
@@ -22,6 +43,7 @@ static void decode_all(const uint8_t *p, size_t n)
 			abort(); /* a whole check lies inside the bytes */
 		if (a64_decode_check(p + i, n - i, &a, &why) == 6 && n - i < A64_CHECK_LEN)
 			abort();
+		decode_rv(p + i, n - i);
 	}
 }
 
