@@ -88,6 +88,18 @@ def read(addr, size):
     return bytes(gdb.selected_inferior().read_memory(addr, size))
 
 
+def read_upto(addr, size):
+    """The bytes from addr on: size of them, or fewer where the readable
+    memory (the image's code, without a running kernel) ends first."""
+    while True:
+        try:
+            return read(addr, size)
+        except gdb.MemoryError:
+            if size <= 16:
+                raise
+            size //= 2
+
+
 def u32(addr):
     return int.from_bytes(read(addr, 4), "little")
 
@@ -156,31 +168,42 @@ def expected_prototype(addr):
 
 
 def find_site(start, span=96):
-    """The first kCFI check at or after start, decoded by the lab's tool."""
-    code = read(start, span)
+    """The first kCFI check at or after start, decoded by the lab's tool.
+    Its bytes are the check's, and the call's after it when the tool says
+    the check includes the call (call_length): what explain decodes."""
+    code = read_upto(start, span)
     try:
         d = json.loads(tool("decode", "--arch", arch_conf()["name"], "--json", code.hex(" ")))
     except gdb.GdbError as e:
         if "no KCFI check" in str(e):
             raise gdb.GdbError("no kCFI check within %d bytes of 0x%x" % (span, start))
         raise
+    end = d["offset"] + d["length"] + d.get("call_length", 0)
     site = {"addr": start + d["offset"], "expected": int(d["type_id"], 16),
             "target_reg": d["target_register"], "trap": start + d["trap_offset"],
-            "call": start + d["offset"] + d["length"], "bytes": code[d["offset"]:d["offset"] + d["length"]]}
+            "call": start + d["offset"] + d["length"], "bytes": code[d["offset"]:end],
+            # Every register the tool names, by its role: "check" for
+            # check_register, "load" for load_register, ...
+            "registers": {k[:-len("_register")]: v for k, v in d.items()
+                          if k.endswith("_register")}}
     if "brk_immediate" in d:
         site["brk"] = int(d["brk_immediate"], 16)
-    if "check_register" in d:
-        site["check_reg"] = d["check_register"]
     return site
 
 
 def check_registers(site):
     """(register, meaning) pairs the check compared (arch file:
-    check_registers); "@check" stands for the register this check
-    computes in, as the tool decoded it."""
+    check_registers). "@ROLE" stands for the register the tool names for
+    this check as ROLE_register (x86_64's @check: the register the check
+    computes in); other names are gdb's register names as they are."""
     for item in arch_conf()["check_registers"].split(","):
         name, what = item.split(":", 1)
-        yield (site.get("check_reg", name) if name == "@check" else name), what
+        if name.startswith("@"):
+            if name[1:] not in site["registers"]:
+                raise gdb.GdbError("the lab's tool names no %s register for this check"
+                                   % name[1:])
+            name = site["registers"][name[1:]]
+        yield name, what
 
 
 class Preamble(gdb.Command):
@@ -257,15 +280,17 @@ class Explain(gdb.Command):
     def invoke(self, arg, from_tty):
         pc = reg("pc")
         # The check whose trap is at $pc: the first one that ends at or
-        # after it, among those in the 32 bytes before it.
+        # after it, among those in the 32 bytes before it. The 8 bytes
+        # from $pc hold the trap and, where the check takes it in, the call.
         start = pc - 32
-        s = find_site(start, pc + 4 - start)
+        s = find_site(start, pc + 8 - start)
         while s["trap"] < pc:
             start = s["call"]
-            s = find_site(start, pc + 4 - start)
+            s = find_site(start, pc + 8 - start)
         if s["trap"] != pc:
             raise gdb.GdbError("no kCFI trap at $pc")
-        # The tool explains the brk immediate, or the check's bytes.
+        # The tool explains the brk immediate, or the check's bytes (with
+        # the call, where the check takes it in).
         value = ["0x%x" % s["brk"]] if "brk" in s else [s["bytes"].hex(" ")]
         print(tool("explain", "--arch", arch_conf()["name"], *value).rstrip())
         target = reg(s["target_reg"])

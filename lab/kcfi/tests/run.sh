@@ -210,6 +210,7 @@ link "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
 link "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
 rvlink "$objs/rv-O1-fs.o" -o "$objs/rv-exec"
 rvlink "$objs/rv-kernel.o" --no-relax -o "$objs/rv-kernel-exec"
+rvlink "$objs/rv-norvc.o" -o "$objs/rv-norvc-exec"
 rvlink "$objs/rv-O2.o" "$BUILD"/batch*.riscv64.o -o "$objs/rv-big-exec"
 # kcfi scan --types: the batches carry DWARF (-g), so every generated
 # prototype is read back from it and hashes to clang's id; the sample's
@@ -740,7 +741,83 @@ for args in "--help" "help" "hash --help" "scan --help" "site -h" "explain --hel
 done
 
 # ---------------------------------------------------------------------------
-# 6. bench.sh runs (on the biggest image we have)
+# 6. The lab's gdb commands (gdb-scripts/kcfi.py) over the linked images,
+#    without a guest: gdb reads the code from the file, a stand-in for
+#    ./run.sh runs this kcfi, and kcfi-explain gets its registers from a
+#    stub.  The arch files are the lab's (lab/arch/*.conf), with a
+#    stand-in for an arch the checkout has none for.
+# ---------------------------------------------------------------------------
+gdb_script=$(realpath "$HERE/../../../gdb-scripts/kcfi.py" 2>/dev/null || true)
+if ! command -v gdb-multiarch >/dev/null || [ ! -f "$gdb_script" ]; then
+	echo "# skipped: the gdb commands (no gdb-multiarch or no gdb-scripts/kcfi.py)"
+else
+	root=$BUILD/gdbroot
+	mkdir -p "$root/gdb-scripts" "$root/lab/arch" "$root/lab/kernel"
+	cp "$gdb_script" "$root/gdb-scripts/"
+	cp "${gdb_script%/gdb-scripts/kcfi.py}"/lab/arch/*.conf "$root/lab/arch/"
+	[ -f "$root/lab/arch/riscv64.conf" ] ||
+		printf '%s\n' gdb_arch=riscv:rv64 'check_registers=@load:target type,@type:expected type' \
+			untyped_target=word cfi_handler=handle_cfi_failure >"$root/lab/arch/riscv64.conf"
+	echo default=yes >"$root/lab/kernel/test.conf"
+	# shellcheck disable=SC2016 # the stand-in's own $1 and $@
+	printf '#!/bin/sh\n[ "$1" = kcfi ] || exit 2\nshift\nexec "%s" "$@"\n' "$KCFI" >"$root/run.sh"
+	chmod +x "$root/run.sh"
+	for f in "$objs"/x86-exec "$objs"/a64-exec "$objs"/rv-exec "$objs"/rv-kernel-exec "$objs"/rv-norvc-exec; do
+		name=${f##*/}
+		ref=$(objdump_ref "$f" 1)
+		dev=$(awk '$1 == "F" && $4 == "dev_open" { print $3 }' <<<"$ref")
+		bad=""
+		for fn in vfs_release sort2 call_via_t1; do
+			range=$("$NM" -S "$f" | awk -v fn="$fn" '$4 == fn { print $1, $2 }')
+			[ -n "$range" ] || continue
+			read -r lo size <<<"$range"
+			# The site in FN: objdump's trap, id and target register.
+			read -r _ trap id reg < <(awk -v lo=$((16#$lo)) -v hi=$((16#$lo + 16#$size)) \
+				'$1 == "S" { a = 0; n = split($2, d, ""); for (i = 1; i <= n; i++) a = a * 16 + index("0123456789abcdef", d[i]) - 1
+				  if (a >= lo && a < hi) print }' <<<"$ref")
+			[ -n "${trap:-}" ] || { bad="$bad; no site in $fn"; continue; }
+			cat >"$BUILD/gdb-fake.py" <<-PY
+				import __main__ as k
+				import gdb
+				regs = {"pc": 0x$trap, "$reg": k.address_of("dev_open")}
+				k.reg = lambda name: regs.get(name, 0)
+				gdb.execute("kcfi-explain")
+				site = k.find_site(0x$trap - 32, 40)
+				print("REGS", " ".join(r for r, _ in k.check_registers(site)),
+				      " ".join(site["registers"].get(x, "-") for x in ("check", "load", "type")))
+			PY
+			out=$(cd "$BUILD" && timeout 120 gdb-multiarch -batch -nx -iex 'set auto-load no' \
+				-ex "file $f" -ex "source $root/gdb-scripts/kcfi.py" -ex "kcfi-site $fn" \
+				-ex "kcfi-preamble dev_open" -x "$BUILD/gdb-fake.py" 2>&1) || true
+			grep -Eq "^check at 0x[0-9a-f]+ \\($fn( \\+ [0-9]+)?\\): expected type 0x$id, target in $reg, trap at 0x$trap\$" <<<"$out" ||
+				bad="$bad; kcfi-site $fn"
+			grep -Eq "^dev_open at 0x[0-9a-f]+: type id 0x$dev " <<<"$out" || bad="$bad; kcfi-preamble dev_open"
+			grep -q "^expected type 0x$id; target $reg = 0x[0-9a-f]* (dev_open)\$" <<<"$out" &&
+				grep -q "^the target's own type: 0x$dev\$" <<<"$out" || bad="$bad; kcfi-explain at $fn"
+			# What kcfi-step-to-trap prints: the registers the check compared,
+			# as the arch file names them, which for @ROLE is the tool's.
+			regs=$(sed -n 's/^REGS //p' <<<"$out")
+			case "$name:$regs" in
+			x86-*:"r1"[01]" r1"[01]" - -" | a64-*:"w16 w17 - - -") ;;
+			rv-*)
+				read -r r1 r2 _ load type <<<"$regs"
+				[ "$r1 $r2" = "$load $type" ] && [ "$load" != "$reg" ] ||
+					bad="$bad; $fn compares $load with $type, the arch file names $r1 and $r2"
+				;;
+			*) bad="$bad; $fn: registers $regs" ;;
+			esac
+			[ -z "$bad" ] || { echo "$out" | sed -n '1,40s/^/    /p'; break; }
+		done
+		if [ -z "$bad" ]; then
+			pass "gdb $name: kcfi-site, kcfi-preamble and kcfi-explain agree with llvm-objdump"
+		else
+			fail "gdb $name: ${bad#; }"
+		fi
+	done
+fi
+
+# ---------------------------------------------------------------------------
+# 7. bench.sh runs (on the biggest image we have)
 # ---------------------------------------------------------------------------
 if out=$(KCFI="$KCFI" bash "$HERE/../bench.sh" "$objs/x86-big-exec" 2>&1) && grep -q '^ratio' <<<"$out"; then
 	pass "bench.sh on x86-big-exec: $(grep '^ratio' <<<"$out" | tr -s ' ')"
