@@ -1,7 +1,7 @@
 /*
- * libFuzzer target: the hex byte parser (kcfi explain, kcfi decode) and
- * the check decoders (x86_64, arm64, riscv64) run over what it parses,
- * at every offset.
+ * libFuzzer target: the hex byte parsers (kcfi explain, kcfi decode; and
+ * riscv64's Code: line of 16-bit words) and the check decoders (x86_64,
+ * arm64, riscv64) run over what they parse, at every offset.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t out[4096];
 	char *text;
-	size_t n;
+	size_t n, mark;
 
 	if (size > 64 * 1024)
 		return 0;
@@ -63,6 +63,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	if (kcfi_parse_bytes("fuzz", 1, &text, out, sizeof(out), &n) == 0) {
 		if (n == 0 || n > sizeof(out))
+			abort();
+		decode_all(out, n);
+	}
+	/* riscv64's Code: line of 16-bit words. */
+	if (kcfi_parse_halfwords(1, &text, out, sizeof(out), &n, &mark)) {
+		if (n == 0 || n % 2 || n > sizeof(out) || (mark != (size_t)-1 && mark >= n))
 			abort();
 		decode_all(out, n);
 	}

@@ -26,6 +26,7 @@ static const char usage[] =
 	"    41 ba 5b ad f3 81 45 03 53 fc 74 02 0f 0b\n"
 	"  riscv64: the bytes of a check and the call after it, e.g.\n"
 	"    03 a3 c7 ff b7 53 0c 7e 9b 83 53 2a 63 03 73 00 02 90 82 87\n"
+	"  or an oops \"Code:\" line's 16-bit words (\"... 2a53 0063 0073 (9002) 8782\").\n"
 	"  (the bytes of an oops \"Code:\" line work too: <> marks are ignored\n"
 	"  and the check is searched for).\n";
 
@@ -266,7 +267,7 @@ static void rv_print_id(const struct rv_check *c)
 }
 
 /* What the kernel's handle_cfi_failure() makes of this trap. */
-static void rv_print_kernel(const struct rv_check *c)
+static void rv_print_kernel(const struct rv_check *c, int no_call)
 {
 	const char *load = rv_reg_name(c->load_reg), *type = rv_reg_name(c->type_reg);
 
@@ -275,7 +276,10 @@ static void rv_print_kernel(const struct rv_check *c)
 	printf("kernel: decode_cfi_insn() reports the beq's first register, %s, as the "
 	       "\"expected type\": here that is the callee's own id (the expected one is in %s)\n",
 	       load, type);
-	if (c->tail_call && c->call.len == 2)
+	if (no_call)
+		printf("kernel: the target comes from the call after the ebreak, which is not in "
+		       "these bytes\n");
+	else if (c->tail_call && c->call.len == 2)
 		printf("kernel: the call is c.jr, which decode_cfi_insn() does not know (it reads "
 		       "jalr and c.jalr): the report says \"no target information\"\n");
 	else
@@ -285,12 +289,14 @@ static void rv_print_kernel(const struct rv_check *c)
 static int explain_riscv(int argc, char **argv)
 {
 	uint8_t bytes[MAX_BYTES];
-	size_t n, start = 0;
+	size_t n, start = 0, epc = (size_t)-1;
 	struct rv_check c;
 	const char *why = NULL;
 	int best = -1, got;
+	int no_call;
 
-	if (kcfi_parse_bytes("explain", argc, argv, bytes, MAX_BYTES, &n))
+	if (!kcfi_parse_halfwords(argc, argv, bytes, MAX_BYTES, &n, &epc) &&
+	    kcfi_parse_bytes("explain", argc, argv, bytes, MAX_BYTES, &n))
 		return EXIT_INPUT;
 	/* The check may start at any 2-byte boundary: take the best decode. */
 	for (size_t i = 0; i + 2 <= n; i += 2) {
@@ -322,14 +328,21 @@ static int explain_riscv(int argc, char **argv)
 	if (c.disp < -4)
 		printf(" and its %" PRId32 "-byte -fpatchable-function-entry padding", -c.disp - 4);
 	printf(")\n");
-	if (got < RV_CHECK_STEPS) {
+	/* An oops' Code: line ends 2 bytes after epc: a 32-bit ebreak leaves
+	 * no room for the call, which the check is complete without. */
+	no_call = got == RV_CHECK_STEPS - 1 && c.call.len == 0;
+	if (got < RV_CHECK_STEPS && !no_call) {
 		kcfi_err("explain", "incomplete check sequence: %s", why);
 		return EXIT_INPUT;
 	}
 	printf("compared: %s (the callee's id) with %s (the expected id)\n",
 	       rv_reg_name(c.load_reg), rv_reg_name(c.type_reg));
-	rv_print_kernel(&c);
-	if (start + c.call.off + c.call.len < n)
+	if (epc != (size_t)-1)
+		printf("epc (the Code: line's halfword in parentheses) %s\n",
+		       epc == start + c.trap.off ? "is this check's ebreak" :
+		       "is NOT this check's ebreak");
+	rv_print_kernel(&c, no_call);
+	if (!no_call && start + c.call.off + c.call.len < n)
 		printf("ignored %zu trailing byte%s\n", n - start - c.call.off - c.call.len,
 		       n - start - c.call.off - c.call.len == 1 ? "" : "s");
 	return 0;

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void vreport(const char *cmd, const char *fmt, va_list ap)
@@ -133,4 +134,75 @@ int kcfi_parse_bytes(const char *cmd, int argc, char **argv, uint8_t *out, size_
 		return -1;
 	}
 	return 0;
+}
+
+/* The byte two hex digits spell. */
+static uint8_t hex_byte(const char *t)
+{
+	char pair[3] = { t[0], t[1], 0 };
+
+	return (uint8_t)strtoul(pair, NULL, 16);
+}
+
+/* Is TOK (LEN characters) four hex digits? */
+static int hex4(const char *tok, size_t len)
+{
+	if (len != 4)
+		return 0;
+	for (size_t i = 0; i < 4; i++)
+		if (!isxdigit((unsigned char)tok[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * riscv64's oops "Code:" line, as the kernel's dump_instr() prints it:
+ * 16-bit values, the one at epc in parentheses ("1141 e406 (9002) 8782").
+ * Such a line is told from bytes by its label or its parentheses, and
+ * by every other token being 4 hex digits.
+ */
+int kcfi_parse_halfwords(int argc, char **argv, uint8_t *out, size_t max, size_t *n,
+			 size_t *mark)
+{
+	int marked = 0;
+
+	*n = 0;
+	*mark = (size_t)-1;
+	for (int i = 0; i < argc; i++) {
+		const char *p = argv[i];
+
+		while (*p) {
+			const char *tok;
+			size_t len;
+			int paren = 0;
+
+			while (*p && (isspace((unsigned char)*p) || *p == ','))
+				p++;
+			if (!*p)
+				break;
+			tok = p;
+			while (*p && !isspace((unsigned char)*p) && *p != ',')
+				p++;
+			len = (size_t)(p - tok);
+			if (tok[len - 1] == ':') {
+				marked = 1; /* a label such as "Code:" */
+				continue;
+			}
+			if (len == 6 && tok[0] == '(' && tok[5] == ')') {
+				paren = 1;
+				tok++;
+				len -= 2;
+			}
+			if (!hex4(tok, len) || *n + 2 > max)
+				return 0;
+			if (paren) {
+				marked = 1;
+				*mark = *n;
+			}
+			/* Little-endian: the low byte, the last two digits, first. */
+			out[(*n)++] = hex_byte(tok + 2);
+			out[(*n)++] = hex_byte(tok);
+		}
+	}
+	return marked && *n > 0;
 }

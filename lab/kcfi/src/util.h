@@ -29,6 +29,13 @@ int kcfi_parse_hex(const char *s, uint64_t *value);
 int kcfi_parse_bytes(const char *cmd, int argc, char **argv, uint8_t *out, size_t max,
 		     size_t *n);
 
+/* A riscv64 oops "Code:" line ("Code: 1141 e406 (9002) 8782": 16-bit
+ * values, epc's in parentheses) into bytes in memory order: 1 with *N of
+ * them and *MARK, the offset of epc's (or SIZE_MAX); 0 when the words
+ * are not such a line (parse them as bytes then). */
+int kcfi_parse_halfwords(int argc, char **argv, uint8_t *out, size_t max, size_t *n,
+			 size_t *mark);
+
 /* Write S as a JSON string literal. */
 void kcfi_json_string(FILE *f, const char *s);
 

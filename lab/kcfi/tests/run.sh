@@ -72,7 +72,7 @@ objdump_ref() {
 	rv-* | *.riscv64.o)
 		# shellcheck disable=SC2016 # awk's $NF and the symbol $d
 		"$OBJDUMP19" -t "$f" | awk '$NF == "$d" { print $1, $(NF - 2) }' >"$BUILD/dmaps.txt"
-		"$OBJDUMP19" -d -M no-aliases "$f" |
+		"$OBJDUMP19" -d -z -M no-aliases "$f" |
 			awk -v exec="$ex" -v dmaps="$BUILD/dmaps.txt" -f "$HERE/objdump-ref.awk"
 		;;
 	*) "$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" ;;
@@ -569,6 +569,16 @@ while read -r _ id reg lreg treg bytes; do
 	fi
 	forms="$forms $id/$lreg/$treg/$(wc -w <<<"$bytes")"
 done < <(grep '^RB ' <<<"$records" | sort -u)
+# An oops' Code: line, as riscv's dump_instr() prints one: 16-bit words,
+# epc's in parentheses.  From a check that ends c.ebreak, then a 2-byte call.
+read -r _ id _ _ _ bytes < <(grep '^RB ' <<<"$records" | grep -E ' 02 90 [0-9a-f]{2} [0-9a-f]{2}$' | sed -n 1p)
+line=$(awk '{ n = NF / 2; s = "Code:"; for (i = 1; i <= n; i++) { w = $(2 * i) $(2 * i - 1); s = s " " (i == n - 1 ? "(" w ")" : w) } print s }' <<<"$bytes")
+if out=$("$KCFI" explain --arch riscv64 "$line") && grep -q "^expected type id: 0x$id " <<<"$out" &&
+	grep -q "^epc (the Code: line's halfword in parentheses) is this check's ebreak" <<<"$out"; then
+	pass "explain riscv64 reads an oops Code: line of 16-bit words: $line"
+else
+	fail "explain riscv64 Code: line '$line': $out"
+fi
 for want in c0d9cff5/ b5834000/ fffee2cc/ 00018b87/ ffffc00a/ 00000472/ /t3/t2/ /t1/t3/ /t3/t2/24; do
 	case "$forms" in *" "*"$want"*) ;; *) bad=1 && echo "    no check of the form $want" ;; esac
 done

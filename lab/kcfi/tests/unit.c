@@ -306,6 +306,22 @@ static void test_hex(void)
 	      "hex parsing", NULL);
 }
 
+static void test_halfwords(void)
+{
+	static const uint8_t want[] = { 0x41, 0x11, 0x02, 0x90, 0x82, 0x87 };
+	char line[] = "Code: 1141 (9002) 8782", bytes[] = "41 ba 5b", plain[] = "1141 e406";
+	char *argv[] = { line }, *argv2[] = { bytes }, *argv3[] = { plain };
+	uint8_t out[16];
+	size_t n, mark;
+
+	check(kcfi_parse_halfwords(1, argv, out, sizeof(out), &n, &mark) && n == 6 &&
+	      memcmp(out, want, 6) == 0 && mark == 2,
+	      "riscv64 Code: line: 16-bit words, epc's marked", NULL);
+	check(!kcfi_parse_halfwords(1, argv2, out, sizeof(out), &n, &mark) &&
+	      !kcfi_parse_halfwords(1, argv3, out, sizeof(out), &n, &mark),
+	      "bytes, and words without Code: or (epc), are not a riscv64 Code: line", NULL);
+}
+
 static void test_elf_header(void)
 {
 	unsigned char buf[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
@@ -343,6 +359,7 @@ int main(void)
 	test_insn();
 	test_rv_insn();
 	test_hex();
+	test_halfwords();
 	test_elf_header();
 	return failures != 0;
 }
