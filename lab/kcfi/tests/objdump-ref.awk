@@ -12,7 +12,7 @@
 # x86_64 preambles: the movl $id, %eax inside __cfi_NAME, before label NAME.
 # arm64 preambles: a .word under a $d label followed, after at most $x and
 # nops, by a function label.
-# riscv64 (objdump -d -M no-aliases, which disassembles data too): a
+# riscv64 (objdump -d -z -M no-aliases, which disassembles data too): a
 # function label whose bytes before it are, after at most c.nop/nop
 # padding, 4 bytes starting at a $d mapping symbol; the symbols come from
 # `llvm-objdump -t`, in the file named by -v dmaps ("ADDRESS SECTION" a
