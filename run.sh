@@ -130,10 +130,10 @@ option_of() {
 arch_kernel() {
 	local k
 	k=$(kernel_for_arch "$1") ||
-		usage_error "unknown arch or command: $1 (arches: $(arch_list); see lab/arch/)"
+		usage_error "unknown arch or command: $1 (arches: $(all_arch_list); see lab/arch/)"
 	[ -z "$2" ] ||
 		usage_error "Linux $2 has no kCFI on $1 (upstream since $(arch_get "$(normalize_any_arch "$1")" kcfi_since); the lab has it in Linux $k): use --kernel $k, or leave --kernel out"
-	[ "$k" = "$LAB_KERNEL" ] || info "$1: using Linux $k (Linux $LAB_KERNEL has no kCFI on $1)"
+	[ "$k" = "$LAB_KERNEL" ] || info "$(normalize_any_arch "$1"): using Linux $k (Linux $LAB_KERNEL has no kCFI on it)"
 	use_kernel "$k"
 }
 

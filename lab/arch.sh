@@ -210,6 +210,12 @@ lab_arches() {
 	return 0
 }
 
+# all_arch_list: every arch file's arch, whichever kernel has it, as one
+# line, for messages.
+all_arch_list() {
+	printf '%s\n' "${LAB_ARCH_FILES[@]}" | paste -sd' ' | sed 's/ /, /g'
+}
+
 # arch_list: the arches as one line, for messages.
 arch_list() {
 	lab_arches | paste -sd' ' | sed 's/ /, /g'

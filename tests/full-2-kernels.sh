@@ -74,6 +74,8 @@ kernel_strict() {
 test_kernels_strict_lkdtm() { each_kernel_arch kernel_strict; }
 test_kernels_permissive_lkdtm() { each_kernel_arch permissive_run; }
 test_kernels_gdb_walk() { each_kernel_arch gdb_walk; }
+# The learner's way, in tmux: break, trigger, step to the trap, close.
+test_kernels_tmux_gdb_session() { each_kernel_arch tmux_session_walk; }
 
 # report_types LOG: "EXPECTED TARGET" of the first CFI report in LOG.
 report_types() {

@@ -71,7 +71,7 @@ gdb_walk() {
 	IFS=',' read -r -a items <<<"$(arch_get "$arch" check_registers)"
 	for item in "${items[@]}"; do
 		r=${item%%:*} what=${item#*:}
-		[ "$r" != @check ] || r=$reg_re
+		[ "${r#@}" = "$r" ] || r=$reg_re
 		case "$what" in
 		"target type") want+="${want:+, }$r = 0x$target \\(target type\\)" ;;
 		"expected type") want+="${want:+, }$r = 0x$expected \\(expected type\\)" ;;
@@ -189,7 +189,7 @@ tmux_session_walk() {
 	trap_insn=$(arch_get "$arch" trap_mnemonic)
 	trap 'tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true' EXIT
 	tmux -L "$TMUX_SOCK" new-session -d -s learner -x 200 -y 50 \
-		"cd '$KCFI_LAB_ROOT' && ./run.sh $arch --gdb; sleep 600"
+		"cd '$KCFI_LAB_ROOT' && ./run.sh $arch$LAB_KOPT --gdb; sleep 600"
 	local _
 	for _ in $(seq 1 600); do
 		win=$(tmux -L "$TMUX_SOCK" list-windows -a -F '#{session_name}:#{window_name} #{window_panes}' |
@@ -203,7 +203,7 @@ tmux_session_walk() {
 	# The prompt is not waited for at the end of the last line: a late
 	# kernel message can land after it. The shell evaluates $((...)), so
 	# the marker appears only once the guest ran what it was sent.
-	wait_pane "$win.0" "kcfi-lab\\($arch\\):/#" 300
+	wait_pane "$win.0" "kcfi-lab\\($arch\\):[^ ]*#" 300
 	# shellcheck disable=SC2016 # for the guest's shell
 	tmux -L "$TMUX_SOCK" send-keys -t "$win.0" 'echo $((40 + 2))-kcfi-ready' Enter
 	wait_pane "$win.0" '42-kcfi-ready' 120
