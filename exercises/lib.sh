@@ -22,11 +22,15 @@ KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$EX_DIR/.." && pwd)}
 # shellcheck source=lab/facts.sh
 . "$KCFI_LAB_ROOT/lab/facts.sh"
 
-# The tools of the lab kernel's toolchain (its file's llvm=).
-LLVM_OBJDUMP=llvm-objdump$KCFI_LAB_LLVM
-LLVM_NM=llvm-nm$KCFI_LAB_LLVM
-LLVM_READELF=llvm-readelf$KCFI_LAB_LLVM
-CLANG=clang$KCFI_LAB_LLVM
+# ex_tools: the tools of the lab kernel's toolchain (its file's llvm=),
+# set again when an exercise picks its kernel.
+ex_tools() {
+	LLVM_OBJDUMP=llvm-objdump$KCFI_LAB_LLVM
+	LLVM_NM=llvm-nm$KCFI_LAB_LLVM
+	LLVM_READELF=llvm-readelf$KCFI_LAB_LLVM
+	CLANG=clang$KCFI_LAB_LLVM
+}
+ex_tools
 EX_CACHE=${KCFI_LAB_EX_CACHE:-$KCFI_LAB_HOME/exercises}
 
 # --- Verdicts ---------------------------------------------------------------
@@ -74,7 +78,10 @@ ex_use_kernel() {
 	kernels=${kernels:-$LAB_DEFAULT_KERNEL}
 	case " $kernels " in
 	*" $LAB_KERNEL "*) ;;
-	*) use_kernel "${kernels%% *}" ;;
+	*)
+		use_kernel "${kernels%% *}"
+		ex_tools
+		;;
 	esac
 }
 

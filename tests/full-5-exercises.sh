@@ -92,6 +92,7 @@ test_ex08_asm_functions() { exercise_round 08-asm-functions; }
 test_ex09_traps_modules() { exercise_round 09-traps-modules; }
 test_ex10_cost() { exercise_round 10-cost; }
 test_ex11_then_and_now() { exercise_round 11-then-and-now; }
+test_ex12_riscv64_check() { exercise_round 12-riscv64-check; }
 test_ex13_hashes_that_move() { exercise_round 13-hashes-that-move; }
 
 test_ex10_agrees_with_kcfi_scan() {
