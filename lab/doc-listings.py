@@ -19,7 +19,7 @@ kept in that directory and reused.
 
 Each block runs in one bash, from the current directory, with the
 variables of docs/kcfi.md ("Before you start") set: L, X, A, K, X12,
-A12, K12 and KCFI. Commands may span lines (a trailing backslash, an open
+A12, R12, K12 and KCFI. Commands may span lines (a trailing backslash, an open
 quote, a here-document).
 
 Prints one line per command that no longer matches, "FILE:LINE: ...",
@@ -237,7 +237,7 @@ def main(argv):
     env_script = ('L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}\n'
                   'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree\n'
                   'X12=$L/build/x86_64-6.12/vmlinux\nA12=$L/build/arm64-6.12/vmlinux\n'
-                  'K12=$L/worktree-6.12\nKCFI=$L/build/tool/kcfi')
+                  'R12=$L/build/riscv64-6.12/vmlinux\nK12=$L/worktree-6.12\nKCFI=$L/build/tool/kcfi')
     bad = checked = 0
     guests = {}
     for f in files:
