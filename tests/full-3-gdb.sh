@@ -161,6 +161,26 @@ test_side_lane_reap_spares_the_main_lanes_tmux() {
 # Nor may a reap take a process for the lab's because its arguments
 # name tmux and this run's TEST_TMP (a side-lane test's ln -s of /usr/bin
 # did): lab processes are QEMU, gdb, tmux and the session launchers.
+# The side lane's make check runs gdb-multiarch on files in the lab's
+# home while a main-lane test runs; the main lane's reap left it alone
+# only once it asked whose process it was.
+test_reap_spares_the_side_lanes_processes() {
+	local pid listed_side listed_main dir="$TEST_TMP/side-gdb" me=$BASHPID
+	mkdir -p "$dir"
+	ln -sf "$(command -v sleep)" "$dir/gdb-multiarch"
+	# A sleep whose name is gdb-multiarch and whose command line names
+	# the lab's home, as make check's gdb does.
+	(exec -a "$KCFI_LAB_HOME/build/tool/check/gdb-multiarch" "$dir/gdb-multiarch" 120) &
+	pid=$!
+	listed_side=$(SIDE_PID=$me lab_processes)
+	listed_main=$(SIDE_PID="" lab_processes)
+	kill "$pid"
+	if grep -q "^$pid " <<<"$listed_side"; then
+		fail "lab_processes lists a gdb-multiarch of the side lane"
+	fi
+	grep -q "^$pid " <<<"$listed_main" || fail "lab_processes misses a gdb-multiarch on the lab's files"
+}
+
 test_reap_goes_by_what_runs_not_by_its_arguments() {
 	local pid listed
 	bash -c 'sleep 120; :' lookalike /usr/bin/tmux /usr/bin/qemu-system-x86_64 "$TEST_TMP/lookalike" &

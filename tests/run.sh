@@ -95,11 +95,28 @@ lab_processes() {
 		qemu-system-* | gdb-multiarch | tmux*) ;;
 		*) [[ "$cmd" == *"$KCFI_LAB_HOME/run/"* ]] || continue ;;
 		esac
+		# The side lane's own (make check runs gdb on the lab's tool
+		# build) are the side lane's business.
+		[ -z "${SIDE_PID:-}" ] || ! descends_from "$pid" "$SIDE_PID" || continue
 		case "$cmd" in
 		*"$KCFI_LAB_HOME/"* | *"$TEST_TMP/"* | *"kcfi-lab-test-$$"*) printf '%s %s\n' "$pid" "$cmd" ;;
 		esac
 	done
 	return 0
+}
+
+# descends_from PID ANCESTOR: ANCESTOR is PID's parent, or its parent's,
+# and so on.
+descends_from() {
+	local p=$1 stat
+	while [ "$p" -gt 1 ]; do
+		[ "$p" != "$2" ] || return 0
+		stat=$(cat "/proc/$p/stat" 2>/dev/null) || return 1
+		# The fields after the command name, which may hold spaces.
+		stat=${stat##*) }
+		read -r _ p _ <<<"$stat"
+	done
+	return 1
 }
 
 # reap_test PGID BEFORE: end what a test left behind, whether it passed
