@@ -38,7 +38,7 @@ usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-
        ./run.sh kcfi hash|scan|site|func|decode|explain ARGS... | path | --help
 
   ARCH            $(arch_usage); default $(kernel_get default_arch)
-  --kernel V      the kernel: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); default $LAB_DEFAULT_KERNEL (the seeds' kernel).
+  --kernel V      the kernel: $(kernel_list); default $LAB_DEFAULT_KERNEL (the seeds' kernel).
                   Every subcommand but test and kcfi takes it; state is kept per kernel
   --gdb           QEMU halted at reset, gdb-multiarch attached beside the console (tmux)
   --strict        CFI failures oops (default)
@@ -160,9 +160,9 @@ main() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel)
-			[ $# -ge 2 ] || usage_error "--kernel needs a version (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'))"
-			[ -n "${LAB_CONF["kernel/$2/default"]+set}" ] ||
-				usage_error "unknown kernel: $2 (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); see lab/kernel/)"
+			[ $# -ge 2 ] || usage_error "--kernel needs a version (kernels: $(kernel_list))"
+			kernel_known "$2" ||
+				usage_error "unknown kernel: $2 (kernels: $(kernel_list); see lab/kernel/)"
 			kernel=$2
 			use_kernel "$kernel"
 			shift 2

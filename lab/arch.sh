@@ -74,10 +74,19 @@ conf_load_all() {
 # select_kernel VERSION: VERSION (a file in lab/kernel/) becomes the lab
 # kernel; an unknown one is a one-line error.
 select_kernel() {
-	[ -n "${LAB_CONF["kernel/$1/default"]+set}" ] ||
-		die "unknown kernel: $1 (kernels: $(lab_kernels | paste -sd' ' | sed 's/ /, /g'); see lab/kernel/)"
+	kernel_known "$1" || die "unknown kernel: $1 (kernels: $(kernel_list); see lab/kernel/)"
 	conf_check "kernel/$1" "$LAB_KERNEL_DIR/$1.conf" "${KERNEL_KEYS[@]}"
 	LAB_KERNEL=$1
+}
+
+# kernel_known VERSION: lab/kernel/ has a file for VERSION.
+kernel_known() {
+	[ -n "${LAB_CONF["kernel/$1/default"]+set}" ]
+}
+
+# kernel_list: the kernels as one line, for messages.
+kernel_list() {
+	lab_kernels | paste -sd' ' | sed 's/ /, /g'
 }
 
 # lab_kernels: every kernel the lab has a file for, oldest first.
@@ -234,25 +243,14 @@ arch_get() {
 }
 
 # normalize_arch NAME: the canonical arch for NAME (a file's name or one
-# of its aliases), or fail. A file that lacks a key is an error here,
+# of its aliases) when the lab's kernel has it, or fail. A file that lacks a key is an error here,
 # before anything uses it.
 normalize_arch() {
-	local name alias found
-	for name in $(lab_arches); do
-		found=""
-		if [ "$1" = "$name" ]; then
-			found=1
-		else
-			for alias in ${LAB_CONF["arch/$name/aliases"]:-}; do
-				[ "$1" != "$alias" ] || found=1
-			done
-		fi
-		[ -n "$found" ] || continue
-		conf_check "arch/$name" "$LAB_ARCH_DIR/$name.conf" "${ARCH_KEYS[@]}"
-		echo "$name"
-		return 0
-	done
-	return 1
+	local name
+	name=$(normalize_any_arch "$1") || return 1
+	arch_in_kernel "$name" || return 1
+	conf_check "arch/$name" "$LAB_ARCH_DIR/$name.conf" "${ARCH_KEYS[@]}"
+	echo "$name"
 }
 
 # arch_usage: the arches and their aliases, for --help; an arch the lab's
