@@ -197,8 +197,16 @@ def align(listed, actual, same):
 NUM = re.compile(r"(0x)?[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 
 
+# An oops's "Code:" line dumps the bytes around the trap; the bytes of
+# an address in them (a string's, a call's offset) move with the build,
+# and a byte of letters only ("cd", "ff") is a number too.
+CODE = re.compile(r"(Code: )(.*)$")
+BYTE = re.compile(r"\b[0-9a-f]{2}\b")
+
+
 def shape(line):
-    return re.sub(r"[ \t]+", " ", NUM.sub("#", line.rstrip()))
+    line = CODE.sub(lambda m: m.group(1) + BYTE.sub("#", m.group(2)), line.rstrip())
+    return re.sub(r"[ \t]+", " ", NUM.sub("#", line))
 
 
 def regen(listed, actual):
