@@ -64,7 +64,7 @@ cannot_check() {
 # (after "./check [--arch ARCH]") and the arches it applies to.
 ex_init() {
 	EX_NAME=$1
-	EX_USAGE="./check [--arch ARCH] $2"
+	EX_USAGE="./check [--arch ARCH] [--kernel VERSION] $2"
 	EX_ARCHES=$3
 	ex_use_kernel
 }
@@ -73,20 +73,30 @@ ex_init() {
 # lab's default kernel): the lab kernel when it is one of them, else the
 # first, so that a checker run by hand reads the right build.
 ex_use_kernel() {
-	local kernels
-	kernels=$(sed -n 's/^kernels: *//p' "$EX_DIR/$EX_NAME/lab.conf" 2>/dev/null | sed -n 1p)
-	kernels=${kernels:-$LAB_DEFAULT_KERNEL}
-	case " $kernels " in
+	EX_KERNELS=$(sed -n 's/^kernels: *//p' "$EX_DIR/$EX_NAME/lab.conf" 2>/dev/null | sed -n 1p)
+	EX_KERNELS=${EX_KERNELS:-$LAB_DEFAULT_KERNEL}
+	case " $EX_KERNELS " in
 	*" $LAB_KERNEL "*) ;;
 	*)
-		use_kernel "${kernels%% *}"
+		use_kernel "${EX_KERNELS%% *}"
 		ex_tools
 		;;
 	esac
 }
 
+# ex_pick_kernel VERSION: --kernel VERSION, when the exercise is about it.
+ex_pick_kernel() {
+	case " $EX_KERNELS " in
+	*" $1 "*) ;;
+	*) ex_usage "this exercise is for Linux ${EX_KERNELS// / and } only, not '$1'" ;;
+	esac
+	use_kernel "$1"
+	ex_tools
+}
+
 # ex_parse_args ARGS...: --arch ARCH (default x86_64, or the only arch
-# the exercise applies to); the rest goes to EX_ARGS.
+# the exercise applies to) and --kernel VERSION (one of the exercise's
+# kernels); the rest goes to EX_ARGS.
 ex_parse_args() {
 	EX_ARCH=""
 	EX_ARGS=()
@@ -100,6 +110,12 @@ ex_parse_args() {
 		--arch=*)
 			EX_ARCH=$(normalize_arch "${1#--arch=}") || ex_usage "unknown arch: ${1#--arch=} (arches: $(arch_list))"
 			;;
+		--kernel)
+			[ $# -ge 2 ] || ex_usage "--kernel needs a value"
+			ex_pick_kernel "$2"
+			shift
+			;;
+		--kernel=*) ex_pick_kernel "${1#--kernel=}" ;;
 		-h | --help)
 			printf 'usage: %s\n' "$EX_USAGE"
 			exit 0
@@ -353,7 +369,7 @@ EX_LKDTM_RUN='lkdtm CFI_FORWARD_PROTO; echo ALIVE'
 make_module() {
 	local arch=$1 src=$2 name out stamp ko
 	name=$(basename "$(dirname "$src")")
-	out="$EX_CACHE/modules/$arch/$name"
+	out="$EX_CACHE/modules/$arch$LAB_SUFFIX/$name"
 	[ -f "$(build_dir "$arch")/Module.symvers" ] ||
 		cannot_check "no $arch kernel build in $(build_dir "$arch"); build it first: ./run.sh build $arch$LAB_KOPT"
 	ex_need_worktree
