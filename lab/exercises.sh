@@ -220,15 +220,33 @@ lab_open() {
 	fi
 }
 
+# lab_type_for_kernel CMD: a lab.conf's suggested command, written for
+# the default kernel, with the lab kernel's tools (llvm-objdump-19 for
+# -16), build directories and worktree.
+lab_type_for_kernel() {
+	local cmd=$1 default_llvm arch
+	kernel_is_default && { echo "$cmd" && return 0; }
+	default_llvm=${LAB_CONF["kernel/$LAB_DEFAULT_KERNEL/llvm"]}
+	cmd=$(printf '%s\n' "$cmd" | sed -E "s/(llvm-[a-z]+|clang|ld\.lld)${default_llvm}( |\$)/\\1${KCFI_LAB_LLVM}\\2/g")
+	for arch in "${LAB_ARCH_FILES[@]}"; do
+		cmd=${cmd//"/build/$arch/"/"/build/$arch$LAB_SUFFIX/"}
+		cmd=${cmd//"/modules/$arch/"/"/modules/$arch$LAB_SUFFIX/"}
+	done
+	cmd=${cmd//"/worktree "/"/worktree$LAB_SUFFIX "}
+	echo "${cmd//"/worktree/"/"/worktree$LAB_SUFFIX/"}"
+}
+
 # lab_type N: type the exercise's suggested command into its pane of the
 # window that open made (no Enter: read it, then press Enter there).
 lab_type() {
 	local name pane cmd win="" open_name="" console="" gdb="" target=""
 	name=$(lab_need "${1:-}") || return 1
+	lab_use_kernel_for "$name"
 	pane=$(lab_conf "$name" pane)
 	cmd=$(lab_conf "$name" type)
 	# The lab's paths as they are here: a command typed or copied works
 	# in any shell, whatever KCFI_LAB_HOME is.
+	cmd=$(lab_type_for_kernel "$cmd")
 	# shellcheck disable=SC2016 # the literal text $KCFI_LAB_HOME
 	cmd=${cmd//'$KCFI_LAB_HOME'/$(printf '%q' "$KCFI_LAB_HOME")}
 	if [ -f "$(lab_progress_dir)/.open" ]; then

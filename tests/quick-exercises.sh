@@ -117,6 +117,27 @@ test_exercise_commands_work_from_any_home() {
 	[[ "$OUT" == *"export KCFI_LAB_HOME=$(printf '%q' "$home")"* ]] || fail "the menu does not say how to set the home: $OUT"
 }
 
+test_lab_type_follows_the_kernel() {
+	# A suggested command is written once, for the default kernel; on
+	# every kernel the exercise runs on, the lab types it with that
+	# kernel's tools and build directory.
+	local k want_tool want_vmlinux
+	# shellcheck disable=SC2016 # the inner bash expands $1
+	for k in $(ex_lib_kernels 02-preamble); do
+		want_tool="llvm-objdump${LAB_CONF["kernel/$k/llvm"]} "
+		want_vmlinux="$(KCFI_LAB_KERNEL=$k bash -c '. "$1/lab/common.sh"; build_dir x86_64' _ "$KCFI_LAB_ROOT")/vmlinux"
+		expect_exit 0 env KCFI_LAB_KERNEL="$k" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; cmd_lab type 2' \
+			_ "$KCFI_LAB_ROOT" </dev/null
+		[[ "$OUT" == *"$want_tool"* ]] || fail "type 2 on Linux $k does not use $want_tool: $OUT"
+		[[ "$OUT" == *"$(printf '%q' "$want_vmlinux")"* ]] || fail "type 2 on Linux $k does not name $want_vmlinux: $OUT"
+	done
+}
+
+# ex_lib_kernels NAME: the kernels exercise NAME's lab.conf names.
+ex_lib_kernels() {
+	sed -n 's/^kernels: //p' "$KCFI_LAB_ROOT/exercises/$1/lab.conf"
+}
+
 test_lab_progress_is_kept_per_user() {
 	have clang-16 || skip "clang-16 not installed"
 	local answer
