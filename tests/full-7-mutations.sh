@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing: each fault of tests/mutants.txt is injected at a
-# boundary the tests observe (the guest console, the vmlinux, gdb), and
+# boundary the tests observe (the guest console, the vmlinux, gdb, the
+# documents, one file of the lab itself), and
 # the tests named with it must fail on an assertion. A mutant that
 # survives means those tests can no longer see what they claim to check.
 
@@ -87,6 +88,16 @@ run_mutant() {
 			sed -E "$fault" "$md" >"$dir/root/${md#"$KCFI_LAB_ROOT"/}"
 		done < <(doc_files)
 		;;
+	source)
+		# FAULT is FILE:SED-EXPR: a copy of the repository in which one
+		# file of the lab is changed; the test runs from that copy.
+		local file=${fault%%:*}
+		mkdir -p "$dir/root"
+		cp -r "$KCFI_LAB_ROOT"/. "$dir/root/"
+		rm -rf "$dir/root/.git"
+		sed -E "${fault#*:}" "$KCFI_LAB_ROOT/$file" >"$dir/root/$file"
+		! cmp -s "$KCFI_LAB_ROOT/$file" "$dir/root/$file" || fail "mutant $name changes nothing in $file"
+		;;
 	*) fail "mutant $name: unknown boundary $boundary" ;;
 	esac
 	# shellcheck disable=SC2030,SC2031,SC2317 # the mutant lives in this subshell
@@ -98,6 +109,9 @@ run_mutant() {
 		export PATH="$dir/bin:$PATH" TEST_TMP="$work"
 		if [ "$boundary" = vmlinux ]; then
 			vmlinux_of() { echo "$dir/$1/vmlinux"; }
+		fi
+		if [ "$boundary" = source ]; then
+			export KCFI_LAB_ROOT="$dir/root"
 		fi
 		if [ "$boundary" = docs ]; then
 			doc_files() { printf '%s\n' "$dir"/root/docs/*.md "$dir"/root/exercises/*/README.md; }
@@ -136,6 +150,9 @@ test_mutations_are_killed() {
 		[ "$all" != killed ] || killed=$((killed + 1))
 	done < <(mutant_list)
 	[ "$total" -gt 0 ] || fail "no mutants in tests/mutants.txt"
+	# A line that is not four fields would be skipped without a word.
+	# shellcheck disable=SC2031 # run_mutant changes KCFI_LAB_ROOT in a subshell only
+	assert_eq "$(grep -cvE '^(#|$)' "$KCFI_LAB_ROOT/tests/mutants.txt")" "$total" "mutants read from tests/mutants.txt"
 	{
 		echo "mutations: $killed killed of $total"
 		sed 's/^/  /' "$report.tmp"
