@@ -18,12 +18,13 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: kcfi func IMAGE NAME... [--json]\n"
+	"usage: kcfi func IMAGE NAME... [--json] [--types]\n"
 	"  Print \"0xID  NAME\" for each function NAME: the type id of its KCFI\n"
 	"  preamble, or \"none  NAME\" when it has none.  --json adds the entry,\n"
 	"  where the id sits, the bytes the preamble adds and the word in front\n"
 	"  of the entry.  NAME may be any symbol in code; one that is not in\n"
-	"  IMAGE is an error.\n";
+	"  IMAGE is an error.  --types adds each function's prototype from the\n"
+	"  image's DWARF and whether it hashes to the id (as kcfi scan --types).\n";
 
 /* The preamble functions named NAME: indexes into s->funcs, *n of them. */
 static size_t *named(const struct kcfi_scan *s, const char *name, size_t *n)
@@ -62,12 +63,19 @@ static void print_word_before(const struct kcfi_scan *s, uint32_t sec, uint64_t 
 		printf(", \"word_before\": \"0x%08" PRIx32 "\"", elf_rd32(sc->data + off - 4));
 }
 
-static void print_text(const struct kcfi_func *fn)
+static void print_text(const struct kcfi_scan *s, size_t i)
 {
+	const struct kcfi_func *fn = &s->funcs[i];
+
 	if (fn->id_known)
-		printf("0x%08" PRIx32 "  %s\n", fn->id, fn->name);
+		printf("0x%08" PRIx32 "  %s", fn->id, fn->name);
 	else
-		printf("?           %s (id from %s)\n", fn->name, fn->id_sym ? fn->id_sym : "?");
+		printf("?           %s (id from %s)", fn->name, fn->id_sym ? fn->id_sym : "?");
+	if (s->has_types && s->protos[i])
+		printf("  %s (%s)", s->protos[i], kcfi_type_verdict_name(s->type_verdict[i]));
+	else if (s->has_types)
+		printf("  (%s)", kcfi_type_verdict_name(s->type_verdict[i]));
+	printf("\n");
 }
 
 static void print_json(const struct kcfi_scan *s, const struct kcfi_func *fn, int *first)
@@ -127,7 +135,7 @@ static int report(const struct kcfi_scan *s, const char *path, char **names,
 			if (json)
 				print_json(s, &s->funcs[v[i]], &first);
 			else
-				print_text(&s->funcs[v[i]]);
+				print_text(s, v[i]);
 		}
 		free(v);
 	}
@@ -140,7 +148,8 @@ int cmd_func(int argc, char **argv)
 {
 	const char *path = NULL;
 	char **names = malloc((size_t)argc * sizeof(*names));
-	int nnames = 0, json = 0, rc;
+	int nnames = 0, json = 0, types = 0, rc;
+	char err[512];
 	struct elf_file ef;
 	struct kcfi_scan s;
 
@@ -156,6 +165,8 @@ int cmd_func(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--types") == 0) {
+			types = 1;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			free(names);
 			return kcfi_usage_err("func", usage, "unknown option '%s'", argv[i]);
@@ -170,6 +181,13 @@ int cmd_func(int argc, char **argv)
 		return kcfi_usage_err("func", usage, "need IMAGE and at least one NAME");
 	}
 	if (kcfi_scan_file("func", path, &ef, &s)) {
+		free(names);
+		return EXIT_INPUT;
+	}
+	if (types && kcfi_scan_types(&s, path, err, sizeof(err)) != 0) {
+		kcfi_err("func", "%s", err);
+		kcfi_scan_free(&s);
+		elf_close(&ef);
 		free(names);
 		return EXIT_INPUT;
 	}

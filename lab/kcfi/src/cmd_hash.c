@@ -20,8 +20,9 @@ static const char usage[] =
 	"  Print the 32-bit KCFI type id clang-16 assigns to a C function type:\n"
 	"  low 32 bits of xxHash64(\"_ZTS\" + Itanium mangling).  -v also prints\n"
 	"  the mangled name.  Example: kcfi hash 'void (int *)'\n"
-	"  --image takes typedef names from IMAGE's DWARF (a vmlinux with debug\n"
-	"  info), as its source spells them: 'int (FSE_DTable *, U32)'.\n";
+	"  --image takes typedef names from IMAGE's DWARF (a vmlinux, module or\n"
+	"  object with debug info), as its source spells them:\n"
+	"  'int (FSE_DTable *, U32)'.\n";
 
 struct options {
 	int verbose;

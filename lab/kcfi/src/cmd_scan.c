@@ -12,11 +12,12 @@ static const char usage[] =
 	"usage: kcfi scan IMAGE [--json] [--types]\n"
 	"  List the KCFI preambles (function -> type id), check sites (trap\n"
 	"  address, expected id, target register, .kcfi_traps entry) and\n"
-	"  __kcfi_typeid_ symbols of an ELF64 x86_64/aarch64 object, module or\n"
+	"  __kcfi_typeid_ symbols of an ELF64 x86_64/aarch64/riscv64 object, module or\n"
 	"  vmlinux, with a summary.  --json prints the same for scripts.\n"
 	"  --types reads each function's prototype from the image's DWARF,\n"
 	"  names each type id by it, and verifies every preamble's id against\n"
-	"  the hash of its prototype (a linked image with debug info).\n";
+	"  the hash of its prototype (an image, module or object with debug\n"
+	"  info).\n";
 
 int cmd_scan(int argc, char **argv)
 {

@@ -2,6 +2,8 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,10 @@
 
 /* Type chains deeper than this are taken for malformed input. */
 #define MAX_DEPTH 64
+
+/* A relocatable image's functions are keyed by section and offset: the
+ * section index above bit 40, the offset below. */
+#define REL_KEY(shndx, off) ((uint64_t)(shndx) << 40 | ((off) & ((1ull << 40) - 1)))
 
 struct dfunc {
 	uint64_t addr;
@@ -34,7 +40,10 @@ struct dwarf_funcs {
 	size_t nmem, capmem;
 	int oom;
 	Dwarf *dw;                /* names point into it: open until close */
-	Elf *elf;
+	Elf *elf;                 /* a linked image's, NULL for a relocatable one */
+	Dwfl *dwfl;               /* a relocatable image's: libdwfl relocates */
+	Dwfl_Module *mod;         /* its DWARF, and maps addresses back */
+	Dwarf_Addr bias;
 	void *image;              /* libelf's own copy of the image */
 	size_t budget;            /* nodes the current conversion may still take */
 };
@@ -428,6 +437,17 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 
 	if (dwarf_lowpc(die, &addr) != 0)
 		return 0;
+	if (d->mod) {
+		/* libdwfl laid the sections out at addresses of its own:
+		 * back to section and offset. */
+		Dwarf_Addr a = addr + d->bias;
+		GElf_Word shndx;
+		int idx = dwfl_module_relocate_address(d->mod, &a);
+
+		if (idx < 0 || !dwfl_module_relocation_info(d->mod, (unsigned int)idx, &shndx))
+			return 0;
+		addr = REL_KEY(shndx, a);
+	}
 	/* An out-of-line instance of an inlined function: its type is on
 	 * the abstract origin (a chain of a few, and never a cycle). */
 	for (int hops = 0; dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
@@ -537,6 +557,61 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int is_relocatable(Elf *elf)
+{
+	GElf_Ehdr eh;
+
+	return gelf_getehdr(elf, &eh) && eh.e_type == ET_REL;
+}
+
+/* No separate debuginfo file: the image's own DWARF or none. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			Dwarf_Addr base, const char *file, const char *debuglink,
+			GElf_Word crc, char **path)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file;
+	(void)debuglink, (void)crc, (void)path;
+	return -1;
+}
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_debuginfo = no_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* The relocated DWARF of the relocatable image in D->image (SIZE bytes),
+ * or NULL with the reason in ERR. */
+static Dwarf *open_relocatable(struct dwarf_funcs *d, const char *path, size_t size,
+			       char *err, size_t errsize)
+{
+	Dwarf *dw;
+
+	d->dwfl = dwfl_begin(&offline_callbacks);
+	if (!d->dwfl) {
+		snprintf(err, errsize, "%s: libdwfl: %s", path, dwfl_errmsg(-1));
+		return NULL;
+	}
+	d->mod = dwfl_report_offline_memory(d->dwfl, "image", path, d->image, size);
+	if (!d->mod || dwfl_report_end(d->dwfl, NULL, NULL) != 0) {
+		snprintf(err, errsize, "%s: libdwfl: %s", path, dwfl_errmsg(-1));
+		d->mod = NULL;
+		return NULL;
+	}
+	dw = dwfl_module_getdwarf(d->mod, &d->bias);
+	if (!dw) {
+		snprintf(err, errsize, "%s: no DWARF to read types from (%s)", path,
+			 dwfl_errmsg(-1));
+		d->mod = NULL;
+	}
+	return dw;
+}
+
+uint64_t dwarf_entry_key(const struct dwarf_funcs *d, unsigned int shndx, uint64_t off,
+			 uint64_t addr)
+{
+	return d->mod ? REL_KEY(shndx, off) : addr;
+}
+
 struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *path,
 				     char *err, size_t errsize)
 {
@@ -566,33 +641,32 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 		free(copy);
 		return NULL;
 	}
-	if (size > 17 && (((const uint8_t *)data)[16] | ((const uint8_t *)data)[17] << 8) == 1) {
-		/* ET_REL: libdw does not apply relocations, so its strings and
-		 * addresses would read as zero. */
-		snprintf(err, errsize, "%s: types from DWARF need a linked image (vmlinux)", path);
-		elf_end(elf);
-		free(copy);
-		return NULL;
-	}
-	dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-	if (!dw) {
-		snprintf(err, errsize, "%s: no DWARF to read types from (%s)", path,
-			 dwarf_errmsg(-1));
-		elf_end(elf);
-		free(copy);
-		return NULL;
-	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
-		dwarf_end(dw);
 		elf_end(elf);
 		free(copy);
 		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
 		return NULL;
 	}
-	d->dw = dw;
-	d->elf = elf;
 	d->image = copy;
+	if (elf_kind(elf) == ELF_K_ELF && is_relocatable(elf)) {
+		/* A .o or .ko: libdw alone does not apply the relocations of
+		 * its DWARF (strings and addresses would read as zero);
+		 * libdwfl does, in its own layout of the sections. */
+		elf_end(elf);
+		dw = open_relocatable(d, path, size, err, errsize);
+	} else {
+		d->elf = elf;
+		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+		if (!dw)
+			snprintf(err, errsize, "%s: no DWARF to read types from (%s)", path,
+				 dwarf_errmsg(-1));
+	}
+	if (!dw) {
+		dwarf_funcs_close(d);
+		return NULL;
+	}
+	d->dw = dw;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, child;
 
@@ -610,12 +684,10 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 		}
 		off = next;
 	}
-	if (d->n == 0) {
-		snprintf(err, errsize, "%s: its DWARF describes no function", path);
-		dwarf_funcs_close(d);
-		return NULL;
-	}
-	qsort(d->f, d->n, sizeof(*d->f), by_addr);
+	/* No function at all is an assembly file's DWARF (lines only): its
+	 * functions are then each "not in DWARF". */
+	if (d->n)
+		qsort(d->f, d->n, sizeof(*d->f), by_addr);
 	index_typedefs(d);
 	return d;
 }
@@ -631,7 +703,10 @@ void dwarf_funcs_close(struct dwarf_funcs *d)
 	free(d->mem);
 	free(d->f);
 	free(d->td);
-	if (d->dw)
+	/* A relocatable image's Dwarf belongs to its Dwfl. */
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	else if (d->dw)
 		dwarf_end(d->dw);
 	if (d->elf)
 		elf_end(d->elf);

@@ -15,10 +15,11 @@
 struct dwarf_funcs;
 
 /*
- * Read the functions (DW_TAG_subprogram with an entry address) of the
- * linked ELF image in DATA, which the caller keeps until
- * dwarf_funcs_close().  Returns NULL with a one-line reason in ERR (naming
- * PATH) when it has no DWARF or it cannot be read.
+ * Read the functions (DW_TAG_subprogram with an entry address) of the ELF
+ * image in DATA: a linked one (vmlinux) through libdw, a relocatable one
+ * (.o, .ko) through libdwfl, which applies the relocations of its DWARF.
+ * The reader takes a copy of DATA.  Returns NULL with a one-line reason in
+ * ERR (naming PATH) when it has no DWARF or it cannot be read.
  */
 struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *path,
 				     char *err, size_t errsize);
@@ -28,7 +29,15 @@ void dwarf_funcs_close(struct dwarf_funcs *d);
 size_t dwarf_funcs_count(const struct dwarf_funcs *d);
 
 /*
- * The function whose code starts at ADDR: its type (CT_FUNCTION) and its
+ * The key dwarf_func_at() takes for the entry at offset OFF of section
+ * SHNDX, at address ADDR: ADDR in a linked image, the section and offset
+ * in a relocatable one (whose sections all start at 0).
+ */
+uint64_t dwarf_entry_key(const struct dwarf_funcs *d, unsigned int shndx, uint64_t off,
+			 uint64_t addr);
+
+/*
+ * The function whose code starts at ADDR (a dwarf_entry_key()): its type (CT_FUNCTION) and its
  * prototype as C ("void (int *)"), or NULL when DWARF has no function
  * there.  When DWARF has one whose type cannot be expressed, returns NULL
  * and sets *WHY (e.g. "anonymous struct without a typedef").

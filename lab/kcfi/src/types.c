@@ -29,10 +29,6 @@ const char *kcfi_type_verdict_name(int verdict)
 
 int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t errsize)
 {
-	if (s->elf->type == ELF_ET_REL) {
-		snprintf(err, errsize, "%s: types from DWARF need a linked image (vmlinux)", path);
-		return -1;
-	}
 	s->dwarf = dwarf_funcs_open(s->elf->data, s->elf->size, path, err, errsize);
 	if (!s->dwarf)
 		return -1;
@@ -44,7 +40,8 @@ int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t err
 	}
 	for (size_t i = 0; i < s->nfuncs; i++) {
 		const struct kcfi_func *fn = &s->funcs[i];
-		uint64_t addr = s->elf->sections[fn->sec].addr + fn->off;
+		uint64_t addr = dwarf_entry_key(s->dwarf, (unsigned int)fn->sec, fn->off,
+						s->elf->sections[fn->sec].addr + fn->off);
 		const char *proto = NULL, *why = NULL;
 		const struct ctype *t = dwarf_func_at(s->dwarf, addr, &proto, &why);
 		int verdict;

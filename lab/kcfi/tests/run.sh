@@ -232,6 +232,45 @@ print(len(fns), d["summary"]["types"]["disagree"], *bad[:5])' "$BUILD/types.json
 		fi
 	done
 fi
+# The same from the relocatable batch objects: libdwfl applies the
+# relocations of their DWARF, and each prototype is matched to its
+# preamble by section and offset.
+if command -v python3 >/dev/null; then
+	for arch in x86_64 aarch64 riscv64; do
+		n=0 bad=""
+		for f in "$BUILD"/batch*."$arch".o; do
+			if "$KCFI" scan "$f" --types --json >"$BUILD/types.json" 2>"$BUILD/types.err" &&
+				out=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+fns = [f for f in d["functions"] if f["name"].startswith("kcfi_fn_")]
+bad = [f["name"] + ": " + f["type_check"] for f in fns if not f["type_check"].startswith("verified")]
+print(len(fns), d["summary"]["types"]["disagree"], *bad[:3])' "$BUILD/types.json"); then
+				n=$((n + ${out%% *}))
+				[ "${out#* }" = 0 ] || bad="$bad ${f##*/}: $out"
+			else
+				bad="$bad ${f##*/}: $(head -c 200 "$BUILD/types.err")"
+			fi
+		done
+		if [ -z "$bad" ] && [ "$n" = "$total" ]; then
+			pass "scan --types on the $arch batch objects (.o): all $total generated prototypes hash to their preamble ids"
+		else
+			fail "scan --types on the $arch batch objects: $n of $total read;$bad"
+		fi
+	done
+fi
+# kcfi func --types: the prototype it prints for a function hashes to
+# the id it prints, in a linked image and in the object.
+for f in "$objs/x86-g-exec" "$objs/x86-O2-g.o"; do
+	if out=$("$KCFI" func "$f" dev_open vfs_open --types) &&
+		[ "$(grep -c ' (verified)$' <<<"$out")" = 2 ] &&
+		hashed=$(sed -E 's/^0x[0-9a-f]+  [a-z_]+  (.*) \(verified\)$/\1/' <<<"$out" | "$KCFI" hash -) &&
+		[ "$(awk '{ print $1 }' <<<"$out")" = "$(awk '{ print $1 }' <<<"$hashed")" ]; then
+		pass "func --types ${f##*/}: each prototype it prints hashes to the id it prints"
+	else
+		fail "func --types ${f##*/}: $out / ${hashed:-}"
+	fi
+done
 # kcfi hash --image: the same prototypes, their typedef names (u32,
 # irqreturn_t, ... from prelude.h) taken from the image's DWARF instead
 # of the built-in table, hash to the same ids.
@@ -641,14 +680,15 @@ done
 
 # Corrupted copies of real objects: exit 0 or 1 with a one-line error, and
 # no sanitizer report when the scanner runs over them in-process.
-for src in x86-O2.o a64-O2.o x86-exec x86-g-exec rv-O2.o rv-exec; do
+for src in x86-O2.o a64-O2.o x86-O2-g.o x86-exec x86-g-exec rv-O2.o rv-exec; do
 	mkdir -p "$bad/mut-$src"
 	"$TOOLS/mutate" elf "$objs/$src" "$bad/mut-$src" "$MUTANTS" 99
 	crashes=0
 	errors=0
-	# With DWARF, its corrupted copies go through libdw too.
+	# With DWARF, their corrupted copies go through libdw (and, for the
+	# object, libdwfl's relocation) too.
 	types=()
-	[ "$src" != x86-g-exec ] || types=(--types)
+	case "$src" in x86-g-exec | x86-O2-g.o) types=(--types) ;; esac
 	for m in "$bad/mut-$src"/*; do
 		rc=0
 		"$KCFI" scan "$m" "${types[@]}" >/dev/null 2>"$BUILD/err" || rc=$?
