@@ -71,6 +71,13 @@ func_fact() {
 	kcfi_fact_tool func "$(vmlinux_of "$1")" "$2" --json | json_field "functions.0.$3"
 }
 
+# func_prototype ARCH FUNC: FUNC's prototype as the image's DWARF gives
+# it (kcfi func --types), or nothing (an assembly function, no DWARF).
+func_prototype() {
+	kcfi_fact_tool func "$(vmlinux_of "$1")" "$2" --types --json 2>/dev/null |
+		json_field functions.0.prototype 2>/dev/null | grep -vx None || true
+}
+
 # site_fact ARCH FUNC FIELD: a field of the first check site in FUNC, as
 # kcfi site --json prints it (type_id, length, function_offset,
 # target_register, brk_immediate, check.address, ...).

@@ -108,3 +108,55 @@ print(n, accepted, len(bad), *bad[:3], sep="; ")' "$protos" "$TEST_TMP/types-$ar
 
 test_x86_64_gdb_prototypes_hash_to_their_preambles() { types_hash_image x86_64; }
 test_arm64_gdb_prototypes_hash_to_their_preambles() { types_hash_image arm64; }
+
+# types_objects: kcfi scan --types on relocatable files, through
+# libdwfl: lkdtm's objects in each built tree (every kernel, every arch)
+# and exercise 09's module built against each x86_64 kernel. Each
+# function is verified or is assembly; lkdtm_increment_int's prototype
+# is its source's.
+types_objects() {
+	local kernel arch f json=$TEST_TMP/types-obj.json n=0 functions verified missing proto
+	for kernel in $(lab_kernels); do
+		use_kernel "$kernel"
+		for arch in $(all_arch_list); do
+			[ -f "$(vmlinux_of "$arch")" ] || continue
+			for f in "$(build_dir "$arch")"/drivers/misc/lkdtm/*.o; do
+				[[ "$f" != *.mod.o ]] || continue
+				types_object_verified "$f" "$arch (Linux $kernel)"
+				n=$((n + 1))
+			done
+			proto=$(kcfi_fact_tool scan "$(build_dir "$arch")/drivers/misc/lkdtm/cfi.o" --types --json |
+				python3 -c '
+import json, sys
+print([f["prototype"] for f in json.load(sys.stdin)["functions"] if f["name"] == "lkdtm_increment_int"][0])')
+			assert_eq "$proto" "int (int *)" "$arch (Linux $kernel): lkdtm_increment_int's prototype in cfi.o"
+		done
+		[ -f "$(vmlinux_of x86_64)" ] || continue
+		KCFI_LAB_EX_CACHE="$TEST_TMP/exercises" ex_lib_module x86_64 "$KCFI_LAB_ROOT/exercises/09-traps-modules/module"
+		types_object_verified "$MODULE_KO" "exercise 09's module (Linux $kernel)"
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no kernel built"
+	echo "$n relocatable files verified"
+}
+
+# ex_lib_module ARCH DIR: build exercise DIR's module; MODULE_KO is its path.
+ex_lib_module() {
+	MODULE_KO=$(bash -c '. "$KCFI_LAB_ROOT/exercises/lib.sh"; build_module "$@"' ex_lib "$@") ||
+		fail "building $2 for $1 failed"
+}
+
+# types_object_verified FILE WHAT: every function of FILE with a preamble
+# is verified or has no DWARF (assembly), none disagrees, some verified.
+types_object_verified() {
+	local f=$1 json=$TEST_TMP/types-obj.json functions verified missing
+	kcfi_fact_tool scan "$f" --types --json >"$json" || fail "kcfi scan --types failed on $f"
+	functions=$(json_field summary.types.functions <"$json")
+	verified=$(json_field summary.types.verified <"$json")
+	missing=$(json_field summary.types.not_in_dwarf <"$json")
+	assert_eq "$(json_field summary.types.disagree <"$json")" 0 "$2: ${f##*/}: prototypes that disagree with their preamble"
+	assert_eq "$((verified + missing))" "$functions" "$2: ${f##*/}: every function verified or assembly"
+	[ "$verified" -gt 0 ] || [ "$functions" = 0 ] || fail "$2: ${f##*/}: none of $functions verified"
+}
+
+test_types_from_dwarf_in_objects_and_modules() { types_objects; }
