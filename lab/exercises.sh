@@ -222,11 +222,13 @@ lab_open() {
 
 # lab_type_for_kernel CMD: a lab.conf's suggested command, written for
 # the default kernel, with the lab kernel's tools (llvm-objdump-19 for
-# -16), build directories and worktree.
+# -16), build directories, worktree and branches.
 lab_type_for_kernel() {
-	local cmd=$1 default_llvm arch
+	local cmd=$1 default_llvm default_branch arch
 	kernel_is_default && { echo "$cmd" && return 0; }
 	default_llvm=${LAB_CONF["kernel/$LAB_DEFAULT_KERNEL/llvm"]}
+	default_branch=${LAB_CONF["kernel/$LAB_DEFAULT_KERNEL/branch"]}
+	cmd=${cmd//"distro..$default_branch"/"$LAB_DISTRO..$LAB_BRANCH"}
 	cmd=$(printf '%s\n' "$cmd" | sed -E "s/(llvm-[a-z]+|clang|ld\.lld)${default_llvm}( |\$)/\\1${KCFI_LAB_LLVM}\\2/g")
 	for arch in "${LAB_ARCH_FILES[@]}"; do
 		cmd=${cmd//"/build/$arch/"/"/build/$arch$LAB_SUFFIX/"}

@@ -89,7 +89,8 @@ static int explain_arm64(const char *arg)
 	       "expected type id\n", a64_brk_type_reg(imm), a64_brk_type_reg(imm),
 	       a64_brk_type_reg(imm));
 	printf("the callee's own id was loaded from [x%d, #-4] (plus any patchable "
-	       "prefix); the kernel's cfi_handler reports both registers\n",
+	       "prefix); the kernel's kCFI brk handler (cfi_handler in 6.1, "
+	       "cfi_brk_handler in 6.12) reports both registers\n",
 	       a64_brk_target_reg(imm));
 	return 0;
 }
