@@ -755,7 +755,10 @@ static const struct ctype *declarator(struct parser *p, const struct ctype *base
 		nested = p->pos + 1;
 		skip_group(p);
 	} else if (peek(p, 0)->kind == TK_IDENT) {
-		if (is_reserved(peek(p, 0)) || is_typedef_name(p, peek(p, 0)))
+		/* A typedef name here is the declarator's name: the specifiers
+		 * already hold a type, so "u32 u32" declares a parameter u32
+		 * that hides the typedef, as in C. */
+		if (is_reserved(peek(p, 0)))
 			unexpected(p, "a name");
 		if (*name)
 			fail(p, "two names in one declarator");
