@@ -73,8 +73,7 @@ ex_init() {
 # lab's default kernel): the lab kernel when it is one of them, else the
 # first, so that a checker run by hand reads the right build.
 ex_use_kernel() {
-	EX_KERNELS=$(sed -n 's/^kernels: *//p' "$EX_DIR/$EX_NAME/lab.conf" 2>/dev/null | sed -n 1p)
-	EX_KERNELS=${EX_KERNELS:-$LAB_DEFAULT_KERNEL}
+	EX_KERNELS=$(exercise_kernels "$EX_NAME")
 	case " $EX_KERNELS " in
 	*" $LAB_KERNEL "*) ;;
 	*)

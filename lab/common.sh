@@ -126,6 +126,14 @@ kernel_paths() {
 	fi
 }
 
+# exercise_kernels NAME: the kernels exercise NAME is about: its
+# lab.conf's kernels:, or the default kernel.
+exercise_kernels() {
+	local k
+	k=$(sed -n 's/^kernels: *//p' "$KCFI_LAB_ROOT/exercises/$1/lab.conf" 2>/dev/null | sed -n 1p)
+	echo "${k:-$LAB_DEFAULT_KERNEL}"
+}
+
 # use_kernel VERSION: make VERSION the lab kernel of this process and of
 # every program it starts.
 use_kernel() {

@@ -62,20 +62,12 @@ lab_arch_for() {
 	esac
 }
 
-# lab_kernels_for NAME: the kernels the exercise applies to (its
-# lab.conf's kernels:, or the default kernel).
-lab_kernels_for() {
-	local kernels
-	kernels=$(lab_conf "$1" kernels)
-	echo "${kernels:-$LAB_DEFAULT_KERNEL}"
-}
-
 # lab_use_kernel_for NAME: the lab's kernel stays when the exercise
 # applies to it; else the exercise's first kernel becomes it, and the
 # lab says so.
 lab_use_kernel_for() {
 	local kernels
-	kernels=$(lab_kernels_for "$1")
+	kernels=$(exercise_kernels "$1")
 	case " $kernels " in
 	*" $LAB_KERNEL "*) ;;
 	*)
@@ -99,7 +91,7 @@ lab_list() {
 			done=$((done + 1))
 		fi
 		printf '  [%s] %s  %-58s %3s min  %s  (Linux %s)\n' "$mark" "${name%%-*}" "$(lab_conf "$name" title)" \
-			"$(lab_conf "$name" time)" "$(lab_conf "$name" arches)" "$(lab_kernels_for "$name" | sed 's/ /, /g')"
+			"$(lab_conf "$name" time)" "$(lab_conf "$name" arches)" "$(exercise_kernels "$name" | sed 's/ /, /g')"
 	done < <(lab_all)
 	printf '  %d of %d done (progress: %s)\n' "$done" "$n" "$(lab_progress_dir)"
 }
@@ -374,7 +366,7 @@ lab_instructor() {
 	local name arch kernel failed=0 tmp
 	tmp=$(mktemp)
 	while read -r name; do
-		for kernel in $(lab_kernels_for "$name"); do
+		for kernel in $(exercise_kernels "$name"); do
 			use_kernel "$kernel"
 			for arch in $(lab_conf "$name" arches); do
 				lab_instructor_one "$name" "$arch" "$tmp" || failed=$((failed + 1))

@@ -19,13 +19,6 @@ ex_arches() {
 	sed -n 's/^arches: //p' "$(ex_dir "$1")/lab.conf"
 }
 
-# ex_kernels NAME: the kernels the exercise applies to.
-ex_kernels() {
-	local k
-	k=$(sed -n 's/^kernels: //p' "$(ex_dir "$1")/lab.conf")
-	echo "${k:-$LAB_DEFAULT_KERNEL}"
-}
-
 # mutate WORD: a near miss of an answer word.
 mutate() {
 	local w=$1
@@ -56,7 +49,7 @@ exercise_round() {
 	local name=$1 arch answer i n ran=0 kernel
 	local -a words wrong
 	ex_env
-	for kernel in $(ex_kernels "$name"); do
+	for kernel in $(exercise_kernels "$name"); do
 		use_kernel "$kernel"
 		for arch in $(ex_arches "$name"); do
 			[ -f "$(vmlinux_of "$arch")" ] || continue
@@ -140,7 +133,7 @@ test_ex_answers_not_in_exercise_texts() {
 	ex_env
 	for d in "$KCFI_LAB_ROOT"/exercises/[0-9][0-9]-*/; do
 		name=$(basename "$d")
-		for kernel in $(ex_kernels "$name"); do
+		for kernel in $(exercise_kernels "$name"); do
 			use_kernel "$kernel"
 			for arch in $(ex_arches "$name"); do
 				[ -f "$(vmlinux_of "$arch")" ] || continue
@@ -164,7 +157,7 @@ test_ex_modules_run_in_the_guest() {
 	# loaded in one x86_64 boot, on each kernel the exercises run on.
 	ex_env
 	local traps bench log cfi kernel ran=0
-	for kernel in $(ex_kernels 09-traps-modules); do
+	for kernel in $(exercise_kernels 09-traps-modules); do
 		use_kernel "$kernel"
 		[ -f "$(vmlinux_of x86_64)" ] || continue
 		ran=1
@@ -195,7 +188,7 @@ test_ex_instructor_mode_passes() {
 	cat "$out"
 	assert_eq "$rc" 0 "instructor run exit status"
 	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
-		for kernel in $(ex_kernels "$name"); do
+		for kernel in $(exercise_kernels "$name"); do
 			use_kernel "$kernel"
 			for arch in $(ex_arches "$name"); do
 				[ -f "$(vmlinux_of "$arch")" ] || continue

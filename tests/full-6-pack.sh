@@ -82,7 +82,7 @@ test_pack_home_passes_every_exercise() {
 	assert_eq "$rc" 0 "instructor run from a pack"
 	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
 		# A pack carries one kernel, the lab's (default) one here.
-		case " $(ex_kernels "$name") " in
+		case " $(exercise_kernels "$name") " in
 		*" $LAB_KERNEL "*) ;;
 		*) continue ;;
 		esac

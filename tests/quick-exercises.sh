@@ -123,7 +123,7 @@ test_lab_type_follows_the_kernel() {
 	# kernel's tools and build directory.
 	local k want_tool want_vmlinux
 	# shellcheck disable=SC2016 # the inner bash expands $1
-	for k in $(ex_lib_kernels 02-preamble); do
+	for k in $(exercise_kernels 02-preamble); do
 		want_tool="llvm-objdump${LAB_CONF["kernel/$k/llvm"]} "
 		want_vmlinux="$(KCFI_LAB_KERNEL=$k bash -c '. "$1/lab/common.sh"; build_dir x86_64' _ "$KCFI_LAB_ROOT")/vmlinux"
 		expect_exit 0 env KCFI_LAB_KERNEL="$k" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; cmd_lab type 2' \
@@ -131,11 +131,6 @@ test_lab_type_follows_the_kernel() {
 		[[ "$OUT" == *"$want_tool"* ]] || fail "type 2 on Linux $k does not use $want_tool: $OUT"
 		[[ "$OUT" == *"$(printf '%q' "$want_vmlinux")"* ]] || fail "type 2 on Linux $k does not name $want_vmlinux: $OUT"
 	done
-}
-
-# ex_lib_kernels NAME: the kernels exercise NAME's lab.conf names.
-ex_lib_kernels() {
-	sed -n 's/^kernels: //p' "$KCFI_LAB_ROOT/exercises/$1/lab.conf"
 }
 
 test_lab_progress_is_kept_per_user() {
