@@ -17,7 +17,7 @@ ARCH_KEYS=(aliases kbuild_arch image debian_arch debian_source qemu qemu_package
 	qemu_cpu qemu_firmware console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
 KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments
-	rerandomizes norand_arg impl_lines)
+	rerandomizes norand_arg impl_lines off_arches off_arg)
 
 declare -A LAB_CONF=()
 LAB_ARCH_FILES=()
@@ -153,6 +153,17 @@ kernel_rerandomizes() {
 		[ "$a" != "$1" ] || return 0
 	done
 	return 1
+}
+
+# kernel_off_arg ARCH: the boot argument that turns the lab kernel's
+# checks off on ARCH (its file's off_arg, for the arches of off_arches);
+# empty if none.
+kernel_off_arg() {
+	local a
+	for a in ${LAB_CONF["kernel/$LAB_KERNEL/off_arches"]}; do
+		[ "$a" != "$1" ] || printf '%s\n' "${LAB_CONF["kernel/$LAB_KERNEL/off_arg"]}"
+	done
+	return 0
 }
 
 # kernel_impl_line ARCH: the line (an ERE) the lab's kernel prints at boot

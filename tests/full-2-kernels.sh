@@ -114,6 +114,29 @@ rerandomized_boots() {
 
 test_kernels_rerandomize_type_ids_at_boot() { each_kernel_arch rerandomized_boots; }
 
+# Where a boot argument turns the checks off, the kernel patches them out
+# and the lab's line says so instead of naming a scheme: the mismatched
+# call goes ahead, with no report and no oops.
+cfi_off_boot() {
+	local arch=$1 off log
+	off=$(kernel_off_arg "$arch")
+	if [ -z "$off" ]; then
+		echo "Linux $LAB_KERNEL has no boot argument that turns CFI off on $arch"
+		return 0
+	fi
+	log="$TEST_TMP/off-$arch$LAB_SUFFIX.log"
+	lab "$arch" --append "$off" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$log" 2>&1 ||
+		fail "the $off boot failed: $(tail -n 3 "$log")"
+	assert_grep "Command line:.* $off" "$log" "the boot argument reached the kernel"
+	assert_grep '^\[ *[0-9.]+\] CFI: disabled at boot, indirect calls are not checked$' "$log" "the lab's line says CFI is off"
+	assert_no_grep 'CFI: [A-Za-z]+ enabled, mode:' "$log"
+	assert_no_grep 'CFI failure at' "$log"
+	assert_grep 'lkdtm: FAIL: survived mismatched prototype function call' "$log" "the mismatched call went ahead"
+	assert_grep '^ALIVE$' "$log" "the guest went on"
+}
+
+test_kernels_cfi_off_at_boot() { each_kernel_arch cfi_off_boot; }
+
 # Every preamble the lab's tool finds is as long as llvm-objdump says the
 # __cfi_ symbol's instructions are, on every kernel and arch: the tool
 # reads padded preambles (x86_64 with CALL_PADDING: 16 bytes) as well as
