@@ -5,9 +5,13 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Type chains deeper than this are taken for malformed input. */
 #define MAX_DEPTH 64
@@ -18,6 +22,8 @@
 
 struct dfunc {
 	uint64_t addr;
+	Dwarf_Off die;            /* its DW_TAG_subprogram */
+	int converted;            /* type, proto and why are set */
 	const struct ctype *type; /* NULL when why says why */
 	char *proto;
 	const char *why;
@@ -45,6 +51,8 @@ struct dwarf_funcs {
 	Dwfl_Module *mod;         /* its DWARF, and maps addresses back */
 	Dwarf_Addr bias;
 	void *image;              /* libelf's own copy of the image */
+	size_t image_size;
+	int image_mapped;         /* image is a private mapping, not malloc'd */
 	size_t budget;            /* nodes the current conversion may still take */
 };
 
@@ -426,13 +434,56 @@ static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
 	}
 }
 
-static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
+/* A function's type, converted when it is first looked up: most of the
+ * image's functions have no preamble, and converting is most of the
+ * cost of reading types. */
+static void convert_func(struct dwarf_funcs *d, struct dfunc *f)
 {
-	Dwarf_Addr addr;
-	Dwarf_Die origin = *die, params;
+	Dwarf_Die die, origin, params;
 	Dwarf_Attribute attr;
 	const char *why = NULL;
 	const struct ctype *t;
+
+	f->converted = 1;
+	f->type = NULL;
+	f->proto = NULL;
+	f->why = "no type";
+	if (!dwarf_offdie(d->dw, f->die, &die))
+		return;
+	origin = die;
+	/* An out-of-line instance of an inlined function: its type is on
+	 * the abstract origin (a chain of a few, and never a cycle). */
+	for (int hops = 0; dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
+	     dwarf_formref_die(&attr, &origin); hops++)
+		if (hops == MAX_DEPTH)
+			return;
+	params = origin;
+	if (dwarf_child(&params, &(Dwarf_Die){ 0 }) != 0 &&
+	    dwarf_attr(&origin, DW_AT_specification, &attr))
+		dwarf_formref_die(&attr, &params);
+	d->budget = MAX_NODES_PER_TYPE;
+	t = conv_function(d, &origin, &params, 0, &why);
+	if (d->oom) {
+		f->why = "out of memory";
+		return;
+	}
+	if (!t) {
+		f->why = why ? why : "a type too large";
+		return;
+	}
+	f->proto = ctype_to_c(t, "");
+	if (!f->proto) {
+		/* Too deep to print (or out of memory): left out, not fatal. */
+		f->why = "a type too deep to print";
+		return;
+	}
+	f->type = t;
+	f->why = NULL;
+}
+
+static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
+{
+	Dwarf_Addr addr;
 	struct dfunc *f;
 
 	if (dwarf_lowpc(die, &addr) != 0)
@@ -448,34 +499,11 @@ static int add_func(struct dwarf_funcs *d, Dwarf_Die *die)
 			return 0;
 		addr = REL_KEY(shndx, a);
 	}
-	/* An out-of-line instance of an inlined function: its type is on
-	 * the abstract origin (a chain of a few, and never a cycle). */
-	for (int hops = 0; dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
-	     dwarf_formref_die(&attr, &origin); hops++)
-		if (hops == MAX_DEPTH)
-			return 0;
-	params = origin;
-	if (dwarf_child(&params, &(Dwarf_Die){ 0 }) != 0 &&
-	    dwarf_attr(&origin, DW_AT_specification, &attr))
-		dwarf_formref_die(&attr, &params);
-	d->budget = MAX_NODES_PER_TYPE;
-	t = conv_function(d, &origin, &params, 0, &why);
-	if (d->oom)
-		return -1;
-	if (!t && !why)
-		why = "a type too large";
 	f = grow(d->f, &d->cap, d->n, sizeof(*d->f));
 	if (!f)
 		return -1;
 	d->f = f;
-	d->f[d->n] = (struct dfunc){ addr, t, t ? ctype_to_c(t, "") : NULL,
-				     t ? NULL : (why ? why : "no type") };
-	if (t && !d->f[d->n].proto) {
-		/* Too deep to print (or out of memory): left out, not fatal. */
-		d->f[d->n].type = NULL;
-		d->f[d->n].why = "a type too deep to print";
-	}
-	d->n++;
+	d->f[d->n++] = (struct dfunc){ .addr = addr, .die = dwarf_dieoffset(die) };
 	return 0;
 }
 
@@ -612,6 +640,48 @@ uint64_t dwarf_entry_key(const struct dwarf_funcs *d, unsigned int shndx, uint64
 	return d->mod ? REL_KEY(shndx, off) : addr;
 }
 
+/*
+ * libelf and libdw may write to a memory image (decompressing a
+ * SHF_COMPRESSED section rewrites its header), and the caller's is mapped
+ * read-only: they get a copy of their own. A private mapping of PATH when
+ * it holds the same bytes, so that only the pages they write are copied
+ * (a vmlinux is hundreds of MB); else a copy in memory.
+ */
+static void *private_copy(const void *data, size_t size, const char *path, int *mapped)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	*mapped = 0;
+	fd = size ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size) {
+			p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+			if (p != MAP_FAILED && memcmp(p, data, size < 4096 ? size : 4096) == 0) {
+				close(fd);
+				*mapped = 1;
+				return p;
+			}
+			if (p != MAP_FAILED)
+				munmap(p, size);
+		}
+		close(fd);
+	}
+	p = malloc(size ? size : 1);
+	if (p)
+		memcpy(p, data, size);
+	return p;
+}
+
+static void free_copy(void *p, size_t size, int mapped)
+{
+	if (mapped)
+		munmap(p, size);
+	else
+		free(p);
+}
+
 struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *path,
 				     char *err, size_t errsize)
 {
@@ -621,34 +691,33 @@ struct dwarf_funcs *dwarf_funcs_open(const void *data, size_t size, const char *
 	Dwarf *dw;
 	Elf *elf;
 	char *copy;
+	int mapped;
 
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
 		return NULL;
 	}
-	/* libelf and libdw may write to a memory image (decompressing a
-	 * SHF_COMPRESSED section rewrites its header), and ours is mapped
-	 * read-only: they get a copy of their own. */
-	copy = malloc(size ? size : 1);
+	copy = private_copy(data, size, path, &mapped);
 	if (!copy) {
 		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
 		return NULL;
 	}
-	memcpy(copy, data, size);
 	elf = elf_memory(copy, size);
 	if (!elf) {
 		snprintf(err, errsize, "%s: libelf: %s", path, elf_errmsg(-1));
-		free(copy);
+		free_copy(copy, size, mapped);
 		return NULL;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		elf_end(elf);
-		free(copy);
+		free_copy(copy, size, mapped);
 		snprintf(err, errsize, "%s: out of memory reading DWARF", path);
 		return NULL;
 	}
 	d->image = copy;
+	d->image_size = size;
+	d->image_mapped = mapped;
 	if (elf_kind(elf) == ELF_K_ELF && is_relocatable(elf)) {
 		/* A .o or .ko: libdw alone does not apply the relocations of
 		 * its DWARF (strings and addresses would read as zero);
@@ -710,7 +779,7 @@ void dwarf_funcs_close(struct dwarf_funcs *d)
 		dwarf_end(d->dw);
 	if (d->elf)
 		elf_end(d->elf);
-	free(d->image);
+	free_copy(d->image, d->image_size, d->image_mapped);
 	free(d);
 }
 
@@ -719,7 +788,7 @@ size_t dwarf_funcs_count(const struct dwarf_funcs *d)
 	return d->n;
 }
 
-const struct ctype *dwarf_func_at(const struct dwarf_funcs *d, uint64_t addr,
+const struct ctype *dwarf_func_at(struct dwarf_funcs *d, uint64_t addr,
 				  const char **proto, const char **why)
 {
 	size_t lo = 0, hi = d->n;
@@ -735,6 +804,8 @@ const struct ctype *dwarf_func_at(const struct dwarf_funcs *d, uint64_t addr,
 	}
 	if (lo == d->n || d->f[lo].addr != addr)
 		return NULL;
+	if (!d->f[lo].converted)
+		convert_func(d, &d->f[lo]);
 	*proto = d->f[lo].proto;
 	*why = d->f[lo].why;
 	return d->f[lo].type;

@@ -42,7 +42,7 @@ uint64_t dwarf_entry_key(const struct dwarf_funcs *d, unsigned int shndx, uint64
  * there.  When DWARF has one whose type cannot be expressed, returns NULL
  * and sets *WHY (e.g. "anonymous struct without a typedef").
  */
-const struct ctype *dwarf_func_at(const struct dwarf_funcs *d, uint64_t addr,
+const struct ctype *dwarf_func_at(struct dwarf_funcs *d, uint64_t addr,
 				  const char **proto, const char **why);
 
 /*
