@@ -20,25 +20,27 @@ test_damaged_bundle_is_refused_and_worktree_kept() {
 	[[ "$OUT" == *"up to date"* ]] || fail "the lab rebuilt after a refused bundle: $OUT"
 }
 
-# perturb HOME FILE SED-EXPR...: a new "distro" import in HOME's repository
-# with FILE edited by sed, as a later 6.1.y would differ.
+# perturb HOME FILE SED-EXPR...: a new import of the lab kernel (its
+# branch LAB_DISTRO, "distro" for the default kernel) in HOME's
+# repository with FILE edited by sed, as a later point release would
+# differ.
 perturb() {
-	local home=$1 git_dir="$1/linux.git" idx="$TEST_TMP/perturb.index" tag tree commit
+	local home=$1 git_dir="$1/linux.git" idx="$TEST_TMP/perturb.index" tag tree commit ref=$LAB_DISTRO
 	shift
-	tag=$(git --git-dir="$git_dir" describe --tags --match 'distro/*' --abbrev=0 distro 2>/dev/null ||
+	tag=$(git --git-dir="$git_dir" describe --tags --match 'distro/*' --abbrev=0 "$ref" 2>/dev/null ||
 		git --git-dir="$git_dir" tag --list 'distro/*' | sed -n 1p)
 	rm -f "$idx"
-	GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" read-tree distro
+	GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" read-tree "$ref"
 	while [ $# -gt 0 ]; do
 		local blob
-		blob=$(git --git-dir="$git_dir" show "distro:$1" | sed "$2" | git --git-dir="$git_dir" hash-object -w --stdin)
+		blob=$(git --git-dir="$git_dir" show "$ref:$1" | sed "$2" | git --git-dir="$git_dir" hash-object -w --stdin)
 		GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" update-index --cacheinfo "100644,$blob,$1"
 		shift 2
 	done
 	tree=$(GIT_INDEX_FILE="$idx" git --git-dir="$git_dir" write-tree)
-	commit=$(echo "perturbed import" | git --git-dir="$git_dir" -c user.name=t -c user.email=t@t commit-tree "$tree" -p distro)
+	commit=$(echo "perturbed import" | git --git-dir="$git_dir" -c user.name=t -c user.email=t@t commit-tree "$tree" -p "$ref")
 	git --git-dir="$git_dir" tag -f "$tag" "$commit" >/dev/null
-	git --git-dir="$git_dir" update-ref refs/heads/distro "$commit"
+	git --git-dir="$git_dir" update-ref "refs/heads/$ref" "$commit"
 }
 
 test_replay_onto_a_later_import() {
