@@ -88,6 +88,24 @@ test_ex11_then_and_now() { exercise_round 11-then-and-now; }
 test_ex12_riscv64_check() { exercise_round 12-riscv64-check; }
 test_ex13_hashes_that_move() { exercise_round 13-hashes-that-move; }
 
+test_ex13_answer_is_never_kept() {
+	# Its answer is what one boot showed, and its checker wants it in a
+	# boot log the lab keeps (only the newest 100): each instructor run
+	# boots again, so two answers hold two re-randomized ids.
+	ex_env
+	local kernel a b ran=0
+	for kernel in $(exercise_kernels 13-hashes-that-move); do
+		use_kernel "$kernel"
+		[ -f "$(vmlinux_of x86_64)" ] || continue
+		ran=1
+		a=$(solution_answer 13-hashes-that-move x86_64) || fail "13: solution failed"
+		b=$(solution_answer 13-hashes-that-move x86_64) || fail "13: solution failed"
+		echo "Linux $kernel: $a, then $b"
+		[ "${a%% *}" != "${b%% *}" ] || fail "Linux $kernel: the same id in memory twice (0x${a%% *}): a kept answer, or a boot that did not re-randomize"
+	done
+	[ "$ran" = 1 ] || skip "no x86_64 kernel for exercise 13"
+}
+
 test_ex10_agrees_with_kcfi_scan() {
 	# The lab's C tool reads the image its own way (ELF symbols and
 	# instruction bytes): its count of check sites and its largest class
