@@ -141,27 +141,13 @@ test_kernels_cfi_off_at_boot() { each_kernel_arch cfi_off_boot; }
 # import too: drift in files they touch (away from their hunks) and in
 # one they do not, kept; the lab's changes there.
 replay_onto_drift() {
-	local k home wt
+	local k home
 	for k in $(other_kernels); do
 		use_kernel "$k"
 		home="$TEST_TMP/drift-$k home"
-		mkdir -p "$home"
-		git clone -q --bare --shared "$LAB_GIT" "$home/linux.git"
-		git --git-dir="$home/linux.git" for-each-ref --format='%(refname)' refs/heads/kcfi-lab\* refs/lab |
-			while read -r ref; do git --git-dir="$home/linux.git" update-ref -d "$ref"; done
-		perturb "$home" \
-			kernel/cfi.c '1a /* later drift */' \
-			drivers/misc/lkdtm/cfi.c "\$a /* later drift */" \
-			Makefile 's/^SUBLEVEL = .*/SUBLEVEL = 999/'
+		drift_home "$home"
 		KCFI_LAB_HOME="$home" lab prepare --kernel "$k"
-		wt="$home/worktree$LAB_SUFFIX"
-		assert_eq "$(git -C "$wt" log --format=%s "$LAB_DISTRO..HEAD")" \
-			"$(git -C "$LAB_WORKTREE" log --format=%s "$LAB_DISTRO..HEAD")" "Linux $k: replayed commits"
-		grep -q 'later drift' "$wt/kernel/cfi.c" || fail "Linux $k: drift lost in kernel/cfi.c"
-		grep -q 'cfi_warn' "$wt/kernel/cfi.c" || fail "Linux $k: lab change missing in kernel/cfi.c"
-		grep -q 'later drift' "$wt/drivers/misc/lkdtm/cfi.c" || fail "Linux $k: drift lost in lkdtm/cfi.c"
-		grep -q '^SUBLEVEL = 999' "$wt/Makefile" || fail "Linux $k: drift lost in Makefile"
-		[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "Linux $k: replayed worktree is dirty"
+		assert_replayed "$home/worktree$LAB_SUFFIX" cfi_warn
 		rm -rf "$home"
 	done
 }

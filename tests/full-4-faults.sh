@@ -43,30 +43,45 @@ perturb() {
 	git --git-dir="$git_dir" update-ref "refs/heads/$ref" "$commit"
 }
 
+# drift_home HOME: in HOME, a clone of the lab's repository without the
+# lab's branches, whose import of the lab kernel is a later point
+# release: drift in files the lab touches (away from its hunks) and in
+# one it does not.
+drift_home() {
+	mkdir -p "$1"
+	git clone -q --bare --shared "$LAB_GIT" "$1/linux.git"
+	git --git-dir="$1/linux.git" for-each-ref --format='%(refname)' refs/heads/kcfi-lab\* refs/lab |
+		while read -r ref; do git --git-dir="$1/linux.git" update-ref -d "$ref"; done
+	perturb "$1" \
+		kernel/cfi.c '1a /* later drift */' \
+		drivers/misc/lkdtm/cfi.c "\$a /* later drift */" \
+		Makefile 's/^SUBLEVEL = .*/SUBLEVEL = 999/'
+}
+
+# assert_replayed WT LAB-WORD: WT holds the lab kernel's commits on the
+# drifted import, the drift kept, LAB-WORD (a lab change) in
+# kernel/cfi.c, nothing left uncommitted.
+assert_replayed() {
+	local wt=$1
+	assert_eq "$(git -C "$wt" log --format=%s "$LAB_DISTRO..HEAD")" \
+		"$(git -C "$LAB_WORKTREE" log --format=%s "$LAB_DISTRO..HEAD")" "Linux $LAB_KERNEL: replayed commits"
+	grep -q 'later drift' "$wt/kernel/cfi.c" || fail "Linux $LAB_KERNEL: drift lost in kernel/cfi.c"
+	grep -q "$2" "$wt/kernel/cfi.c" || fail "Linux $LAB_KERNEL: lab change ($2) missing in kernel/cfi.c"
+	grep -q 'later drift' "$wt/drivers/misc/lkdtm/cfi.c" || fail "Linux $LAB_KERNEL: drift lost in lkdtm/cfi.c"
+	grep -q '^SUBLEVEL = 999' "$wt/Makefile" || fail "Linux $LAB_KERNEL: drift lost in Makefile"
+	[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "Linux $LAB_KERNEL: replayed worktree is dirty"
+}
+
 test_replay_onto_a_later_import() {
 	local home="$TEST_TMP/drift home"
-	mkdir -p "$home"
-	git clone -q --bare --shared "$LAB_GIT" "$home/linux.git"
-	git --git-dir="$home/linux.git" for-each-ref --format='%(refname)' refs/heads/kcfi-lab\* refs/lab |
-		while read -r ref; do git --git-dir="$home/linux.git" update-ref -d "$ref"; done
-	# Drift in files the lab touches (away from its hunks) and in one it does not.
-	perturb "$home" \
-		kernel/cfi.c '1a /* 6.1.y drift */' \
-		drivers/misc/lkdtm/cfi.c "\$a /* 6.1.y drift */" \
-		Makefile 's/^SUBLEVEL = .*/SUBLEVEL = 999/'
+	drift_home "$home"
 	# git gc --auto runs after the replay's commits; it must not go on in
 	# the background holding the lab's lock once prepare has returned.
 	git --git-dir="$home/linux.git" config gc.auto 1
 	KCFI_LAB_HOME="$home" lab prepare
 	flock -n "$home/.lock" true || fail "the lock is still held after prepare: $(fuser -v "$home/.lock" 2>&1)"
 	local wt="$home/worktree"
-	assert_eq "$(git -C "$wt" log --format=%s distro..HEAD)" "$(git -C "$LAB_WORKTREE" log --format=%s distro..HEAD)" \
-		"replayed commits"
-	grep -q '6.1.y drift' "$wt/kernel/cfi.c" || fail "drift lost in kernel/cfi.c"
-	grep -q 'cfi_permissive' "$wt/kernel/cfi.c" || fail "lab change missing in kernel/cfi.c"
-	grep -q '6.1.y drift' "$wt/drivers/misc/lkdtm/cfi.c" || fail "drift lost in lkdtm/cfi.c"
-	grep -q '^SUBLEVEL = 999' "$wt/Makefile" || fail "drift lost in Makefile"
-	[ -z "$(git -C "$wt" status --porcelain --untracked-files=no)" ] || fail "replayed worktree is dirty"
+	assert_replayed "$wt" cfi_permissive
 
 	# A drift that conflicts: the replay stops, names the commit, keeps the worktree.
 	local head
