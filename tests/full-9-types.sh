@@ -115,7 +115,7 @@ test_arm64_gdb_prototypes_hash_to_their_preambles() { types_hash_image arm64; }
 # function is verified or is assembly; lkdtm_increment_int's prototype
 # is its source's.
 types_objects() {
-	local kernel arch f json=$TEST_TMP/types-obj.json n=0 functions verified missing proto
+	local kernel arch f n=0 proto
 	for kernel in $(lab_kernels); do
 		use_kernel "$kernel"
 		for arch in $(all_arch_list); do

@@ -644,8 +644,9 @@ uint64_t dwarf_entry_key(const struct dwarf_funcs *d, unsigned int shndx, uint64
  * libelf and libdw may write to a memory image (decompressing a
  * SHF_COMPRESSED section rewrites its header), and the caller's is mapped
  * read-only: they get a copy of their own. A private mapping of PATH when
- * it holds the same bytes, so that only the pages they write are copied
- * (a vmlinux is hundreds of MB); else a copy in memory.
+ * it is the file the caller read (a regular file of the same size that
+ * starts with the same 4 KiB), so that only the pages they write are
+ * copied (a vmlinux is hundreds of MB); else a copy in memory.
  */
 static void *private_copy(const void *data, size_t size, const char *path, int *mapped)
 {
