@@ -8,6 +8,8 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/common.sh"
 # shellcheck source=lab/setup.sh
 . "$KCFI_LAB_ROOT/lab/setup.sh"
+# shellcheck source=lab/suites.sh
+. "$KCFI_LAB_ROOT/lab/suites.sh"
 # shellcheck source=lab/kernel-branch.sh
 . "$KCFI_LAB_ROOT/lab/kernel-branch.sh"
 # shellcheck source=lab/build.sh
@@ -33,7 +35,7 @@ print_usage() {
 	cat <<USAGE
 usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
-       ./run.sh setup | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
+       ./run.sh setup [--tests] | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
        ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
        ./run.sh kcfi hash|scan|site|func|decode|explain ARGS... | path | --help
 
@@ -51,6 +53,7 @@ usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-
   --file PATH     copy PATH into the guest's /root (repeatable)
 
   setup           install missing Debian packages, fetch the other arches' busybox
+                  (--tests: and what the test suite needs)
   prepare         import the distro source, replay the kernel branch (no build)
   build           prepare, then build kernel and initramfs
   test            run the test suite (--quick: no kernel build; --only REGEX)
@@ -142,7 +145,7 @@ arch_kernel() {
 main() {
 	local arch="" mode=strict sub=boot
 	local gdb="" no_tmux="" run_set="" cmds="" timeout="" append="" port=""
-	local all="" debs="" output="" pack="" a tool kernel=""
+	local all="" debs="" output="" pack="" a tool kernel="" tests=""
 	local -a args=() files=()
 	case "${1:-}" in
 	test)
@@ -233,6 +236,10 @@ main() {
 			option_of "$1" "$sub" clean
 			all=1
 			;;
+		--tests)
+			option_of "$1" "$sub" setup
+			tests=1
+			;;
 		--debs)
 			option_of "$1" "$sub" pack
 			debs=1
@@ -272,7 +279,7 @@ main() {
 		boot "${arch:-$(kernel_get default_arch)}" "$mode" "$gdb" "$no_tmux" "$run_set" "$cmds" \
 			"${timeout:-300}" "$append" "$port" "${files[@]}"
 		;;
-	setup) lock_home && cmd_setup ;;
+	setup) lock_home && cmd_setup "$tests" ;;
 	prepare)
 		lock_home
 		ensure_packages

@@ -47,5 +47,5 @@ rmake -j"$KCFI_LAB_JOBS" vmlinux >>"$log" 2>&1 || die "build failed (log: $log)"
 info "built in $((SECONDS - start)) s"
 unlock_home
 build_tool || die "building the kcfi host tool failed: $(tail -n 5 "$LAB_TOOL_LOG")"
-KCFI="$LAB_TOOL_BIN" "$ROOT/lab/kcfi/bench.sh" "$out/vmlinux"
+KCFI="$LAB_TOOL_BIN" OBJDUMP="llvm-objdump$KCFI_LAB_LLVM" "$ROOT/lab/kcfi/bench.sh" "$out/vmlinux"
 "$LAB_TOOL_BIN" scan "$out/vmlinux" | grep -iE '^(type ids|functions with|check sites|summary)|preamble|sites' | head -n 8

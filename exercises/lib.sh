@@ -129,8 +129,10 @@ ex_parse_args() {
 		shift
 	done
 	if [ -z "$EX_ARCH" ]; then
+		# The lab kernel's default arch, when the exercise has it.
+		EX_ARCH=$(kernel_get default_arch)
 		case " $EX_ARCHES " in
-		*" x86_64 "*) EX_ARCH=x86_64 ;;
+		*" $EX_ARCH "*) ;;
 		*) EX_ARCH=${EX_ARCHES%% *} ;;
 		esac
 	fi

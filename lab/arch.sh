@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The lab's per-arch and per-kernel knowledge: reads lab/arch/ARCH.conf
-# and lab/kernel/VERSION.conf, data files of KEY=VALUE lines. Nothing
-# outside those files names an arch or a kernel version. Sourced, never
-# executed.
+# The lab's per-arch, per-kernel and per-host knowledge: reads
+# lab/arch/ARCH.conf, lab/kernel/VERSION.conf and the one file of
+# lab/host/ that describes this machine, data files of KEY=VALUE lines.
+# Nothing outside those files names an arch, a kernel version, a host
+# release or an LLVM suffix. Sourced, never executed.
 #
 # Every file is read once, when this file is sourced, into LAB_CONF
 # ("arch/NAME/KEY", "kernel/VERSION/KEY"): run.sh and the checkers ask
@@ -11,13 +12,20 @@
 
 LAB_ARCH_DIR="$KCFI_LAB_ROOT/lab/arch"
 LAB_KERNEL_DIR="$KCFI_LAB_ROOT/lab/kernel"
+LAB_HOST_DIR="$KCFI_LAB_ROOT/lab/host"
+# What says which host this is (tests point it elsewhere).
+LAB_OS_RELEASE=${KCFI_LAB_OS_RELEASE:-/etc/os-release}
 
 # The keys every arch file and every kernel file must set (possibly empty).
-ARCH_KEYS=(aliases kbuild_arch image debian_arch debian_source qemu qemu_package qemu_machine
+ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
 	qemu_cpu qemu_firmware console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
-KERNEL_KEYS=(default source_package source_tarball llvm branch default_arch fragments
+KERNEL_KEYS=(default source_package source_tarball branch default_arch fragments
 	rerandomizes norand_arg impl_lines off_arches off_arg)
+# A host file sets these, and for every kernel K: K.llvm, K.toolchain_suites,
+# K.source_suites. An arch A other than the host's may have A.busybox_suites.
+HOST_KEYS=(name suite keyring packages learner_packages toolchain_packages test_packages)
+HOST_KERNEL_KEYS=(llvm toolchain_suites source_suites)
 
 declare -A LAB_CONF=()
 LAB_ARCH_FILES=()
@@ -68,7 +76,72 @@ conf_load_all() {
 	done
 	[ -n "$LAB_KERNEL" ] || die "no file in lab/kernel/ sets default=yes"
 	LAB_DEFAULT_KERNEL=$LAB_KERNEL
+	host_load
 	select_kernel "${KCFI_LAB_KERNEL:-$LAB_KERNEL}"
+}
+
+# host_release: ID-VERSION_ID of this machine's /etc/os-release
+# (debian-12), or nothing.
+host_release() {
+	local id="" version=""
+	[ -r "$LAB_OS_RELEASE" ] || return 0
+	id=$(sed -n 's/^ID=//p' "$LAB_OS_RELEASE" | tr -d "\"'")
+	version=$(sed -n 's/^VERSION_ID=//p' "$LAB_OS_RELEASE" | tr -d "\"'")
+	[ -z "$id" ] || echo "$id${version:+-$version}"
+}
+
+# host_load: the host file of this machine into LAB_CONF["host/KEY"];
+# LAB_HOST is its name, empty when lab/host/ has none for this machine
+# (then host_get says so, when something needs to know).
+host_load() {
+	LAB_HOST=$(host_release)
+	if [ -n "$LAB_HOST" ] && [ -f "$LAB_HOST_DIR/$LAB_HOST.conf" ]; then
+		local file="$LAB_HOST_DIR/$LAB_HOST.conf" k key
+		conf_load "$file" host
+		conf_check host "$file" "${HOST_KEYS[@]}"
+		for k in $(lab_kernels); do
+			for key in "${HOST_KERNEL_KEYS[@]}"; do
+				conf_check host "$file" "$k.$key"
+			done
+		done
+	else
+		LAB_HOST_SEEN=${LAB_HOST:-unknown}
+		LAB_HOST=""
+	fi
+}
+
+# host_list: the host files, as one line, for messages.
+host_list() {
+	local f
+	for f in "$LAB_HOST_DIR"/*.conf; do
+		[ -f "$f" ] || continue
+		f=${f##*/}
+		echo "${f%.conf}"
+	done | paste -sd' ' | sed 's/ /, /g'
+}
+
+# host_unknown_error: the one line an unknown host gets.
+host_unknown_error() {
+	echo "this host ($LAB_HOST_SEEN, from $LAB_OS_RELEASE) has no file in lab/host/ (hosts: $(host_list)); a Debian-family host needs one: its apt suite, clang with -fsanitize=kcfi for each kernel (see lab/kernel/), QEMU, gdb-multiarch, tmux and a kernel build's tools (docs/troubleshooting.md)"
+}
+
+# host_get KEY: a value of this host's file (KEY may be VERSION.KEY or
+# ARCH.KEY).
+host_get() {
+	[ -n "$LAB_HOST" ] || die "$(host_unknown_error)"
+	[ -n "${LAB_CONF["host/$1"]+set}" ] || die "lab/host/$LAB_HOST.conf does not set $1"
+	printf '%s\n' "${LAB_CONF["host/$1"]}"
+}
+
+# host_arch_get ARCH KEY: this host's ARCH.KEY, empty when not set.
+host_arch_get() {
+	printf '%s\n' "${LAB_CONF["host/$1.$2"]:-}"
+}
+
+# host_kernel_get KEY: this host's KEY for the lab's kernel (llvm,
+# toolchain_suites, source_suites).
+host_kernel_get() {
+	host_get "$LAB_KERNEL.$1"
 }
 
 # select_kernel VERSION: VERSION (a file in lab/kernel/) becomes the lab

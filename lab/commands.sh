@@ -24,12 +24,28 @@ cmd_status() {
 	done
 }
 
+# clang_version: the lab kernel's clang package version, or where the
+# toolchain the host file names lives.
+clang_version() {
+	if [ -n "$LAB_TOOLCHAIN_BIN" ]; then
+		echo "in ${LAB_TOOLCHAIN_BIN%/bin}"
+	else
+		package_version "clang$KCFI_LAB_LLVM"
+	fi
+}
+
 # kernel_status: the lab kernel's packages, import, worktree, pack and builds.
 kernel_status() {
 	local arch src qemu
 	src=$(kernel_get source_package)
 	qemu=$(arch_get "$(kernel_get default_arch)" qemu_package)
-	echo "packages:       $src $(package_version "$src"), clang$KCFI_LAB_LLVM $(package_version "clang$KCFI_LAB_LLVM"), qemu $(package_version "$qemu")"
+	local version
+	if [ -n "$LAB_SOURCE_ROOT" ]; then
+		version="$(distro_version) (in the lab's home)"
+	else
+		version=$(package_version "$src")
+	fi
+	echo "packages:       $src $version, clang$KCFI_LAB_LLVM $(clang_version), qemu $(package_version "$qemu")"
 	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify "$LAB_DISTRO" >/dev/null 2>&1; then
 		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' "$LAB_DISTRO")"
 	elif pack_home; then

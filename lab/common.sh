@@ -118,12 +118,45 @@ kernel_paths() {
 	kernel_set LAB_BRANCH branch
 	kernel_set DISTRO_PACKAGE source_package
 	kernel_set DISTRO_TARBALL source_tarball
+	# A source package fetched from another suite is unpacked in the
+	# lab's home, not installed.
+	LAB_SOURCE_ROOT=""
+	if [ -n "$LAB_HOST" ] && [ -n "${LAB_CONF["host/$LAB_KERNEL.source_suites"]}" ]; then
+		LAB_SOURCE_ROOT="$KCFI_LAB_HOME/sources/$DISTRO_PACKAGE"
+		DISTRO_TARBALL="$LAB_SOURCE_ROOT$DISTRO_TARBALL"
+	fi
 	DISTRO_TARBALL=${KCFI_LAB_TARBALL:-$DISTRO_TARBALL}
+	LAB_TOOLCHAIN_BIN=""
 	if [ -n "$LAB_LLVM_OVERRIDE" ]; then
 		KCFI_LAB_LLVM=$LAB_LLVM_OVERRIDE
+	elif [ -n "$LAB_HOST" ]; then
+		KCFI_LAB_LLVM=${LAB_CONF["host/$LAB_KERNEL.llvm"]}
+		LAB_TOOLCHAIN_BIN=$(toolchain_bin "$LAB_KERNEL")
+		path_prepend "$LAB_TOOLCHAIN_BIN"
 	else
-		kernel_set KCFI_LAB_LLVM llvm
+		# An unknown host: commands that need the toolchain say so.
+		KCFI_LAB_LLVM=""
 	fi
+}
+
+# toolchain_bin VERSION: where kernel VERSION's toolchain is when this
+# host fetches it from other suites into the lab's home (the commands,
+# as wrappers that find their own libraries); nothing when the host's
+# own packages are the toolchain.
+toolchain_bin() {
+	local suites
+	suites=$(host_get "$1.toolchain_suites")
+	[ -z "$suites" ] || echo "$KCFI_LAB_HOME/toolchain/llvm$(host_get "$1.llvm")/bin"
+}
+
+# path_prepend DIR: DIR first on PATH, once (DIR empty: nothing).
+path_prepend() {
+	[ -n "$1" ] || return 0
+	case ":$PATH:" in
+	*":$1:"*) ;;
+	*) PATH="$1:$PATH" ;;
+	esac
+	export PATH
 }
 
 # exercise_kernels NAME: the kernels exercise NAME is about: its

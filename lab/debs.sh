@@ -6,17 +6,18 @@
 
 DEBS_DIR="$KCFI_LAB_HOME/debs"
 
-# learner_packages ARCH...: what a learner with a pack runs: QEMU, cpio
-# (the initramfs of a --run boot), gdb and tmux (--gdb), the LLVM tools
-# and clang (exercise 03 asks clang for type ids), lld and make (the
-# modules of exercises 09 and 10), python3 (exercise 03's xxh64.py).
+# learner_packages ARCH...: what a learner with a pack runs: the QEMU of
+# ARCH..., the lab kernel's toolchain (exercise 03 asks clang for type
+# ids, 09 and 10 build modules) and the host file's learner_packages.
 learner_packages() {
-	local arch
+	local arch entry
 	for arch in "$@"; do
 		arch_get "$arch" qemu_package
 	done
-	# libdw1: the lab's kcfi tool reads DWARF with it.
-	printf '%s\n' cpio gdb-multiarch tmux "llvm$KCFI_LAB_LLVM" "clang$KCFI_LAB_LLVM" "lld$KCFI_LAB_LLVM" make python3 libdw1
+	for entry in $(toolchain_packages); do
+		echo "${entry%%:*}"
+	done
+	host_get learner_packages | tr ' ' '\n' | sed '/^$/d'
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is
@@ -66,7 +67,7 @@ debs_fetch() {
 	local apt_dir="$KCFI_LAB_HOME/apt-debs" log closure name version arch file
 	local -a opts
 	if ! have apt-get || ! have dpkg-deb; then
-		die "pack --debs needs apt-get and dpkg-deb (Debian 12)"
+		die "pack --debs needs apt-get and dpkg-deb (a Debian host)"
 	fi
 	mapfile -t DEBS_PACKAGES < <(learner_packages "$@")
 	mapfile -t opts < <(debs_fetch_opts "$apt_dir")

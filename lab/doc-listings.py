@@ -29,6 +29,7 @@ their shape: the same text with other numbers), and prints the ones it
 cannot rewrite; review the diff before committing it.
 """
 import difflib
+import glob
 import hashlib
 import os
 import re
@@ -235,6 +236,43 @@ def differs(what, listed, actual, diff):
             "listing", "output", n=1))
 
 
+def read_conf(path):
+    """A lab data file's KEY=VALUE lines, as a dict."""
+    conf = {}
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            conf[key] = value
+    return conf
+
+
+def version_key(version):
+    return tuple(int(part) for part in version.split("."))
+
+
+def listing_env():
+    """The shell variables the docs' listings use, from the arch and kernel
+    files: L the lab's home, KCFI the tool, and per kernel a worktree (K)
+    and a vmlinux per arch (its first letter): X, A, K for the default
+    kernel; X12, A12, R12, K12 for one whose version ends in .12."""
+    lab = os.path.dirname(os.path.abspath(__file__))
+    arches = {os.path.basename(f)[:-5]: read_conf(f)
+              for f in sorted(glob.glob(os.path.join(lab, "arch", "*.conf")))}
+    lines = ["L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}"]
+    for f in sorted(glob.glob(os.path.join(lab, "kernel", "*.conf"))):
+        version = os.path.basename(f)[:-5]
+        default = read_conf(f).get("default") == "yes"
+        suffix = "" if default else "-" + version
+        tag = "" if default else version.split(".")[-1]
+        for arch, conf in arches.items():
+            if version_key(conf.get("kcfi_since") or "0") <= version_key(version):
+                lines.append(f"{arch[0].upper()}{tag}=$L/build/{arch}{suffix}/vmlinux")
+        lines.append(f"K{tag}=$L/worktree{suffix}")
+    lines.append("KCFI=$L/build/tool/kcfi")
+    return "\n".join(lines)
+
+
 def main(argv):
     regenerate = argv[:1] == ["--regen"]
     diff = argv[:1] == ["--diff"]
@@ -242,10 +280,7 @@ def main(argv):
     if not files:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
-    env_script = ('L=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}\n'
-                  'X=$L/build/x86_64/vmlinux\nA=$L/build/arm64/vmlinux\nK=$L/worktree\n'
-                  'X12=$L/build/x86_64-6.12/vmlinux\nA12=$L/build/arm64-6.12/vmlinux\n'
-                  'R12=$L/build/riscv64-6.12/vmlinux\nK12=$L/worktree-6.12\nKCFI=$L/build/tool/kcfi')
+    env_script = listing_env()
     bad = checked = 0
     guests = {}
     for f in files:

@@ -213,15 +213,21 @@ lab_open() {
 }
 
 # lab_type_for_kernel CMD: a lab.conf's suggested command, written for
-# the default kernel, with the lab kernel's tools (llvm-objdump-19 for
-# -16), build directories, worktree and branches.
+# the default kernel, with the lab kernel's tools ($KCFI_LAB_LLVM becomes
+# this host's suffix for it; a toolchain in the lab's home is named by
+# its path), build directories, worktree and branches.
 lab_type_for_kernel() {
-	local cmd=$1 default_llvm default_branch arch
+	local cmd=$1 default_branch arch tools=""
+	# shellcheck disable=SC2016 # the literal text $KCFI_LAB_LLVM
+	cmd=${cmd//'$KCFI_LAB_LLVM'/$KCFI_LAB_LLVM}
+	if [ -n "$LAB_TOOLCHAIN_BIN" ]; then
+		# shellcheck disable=SC2016 # the literal text $KCFI_LAB_HOME
+		tools='$KCFI_LAB_HOME'${LAB_TOOLCHAIN_BIN#"$KCFI_LAB_HOME"}/
+		cmd=$(printf '%s\n' "$cmd" | sed -E "s#(^|[ |(])((llvm-[a-z]+|clang|ld\.lld)${KCFI_LAB_LLVM}( |\$))#\\1${tools//#/\\#}\\2#g")
+	fi
 	kernel_is_default && { echo "$cmd" && return 0; }
-	default_llvm=${LAB_CONF["kernel/$LAB_DEFAULT_KERNEL/llvm"]}
 	default_branch=${LAB_CONF["kernel/$LAB_DEFAULT_KERNEL/branch"]}
 	cmd=${cmd//"distro..$default_branch"/"$LAB_DISTRO..$LAB_BRANCH"}
-	cmd=$(printf '%s\n' "$cmd" | sed -E "s/(llvm-[a-z]+|clang|ld\.lld)${default_llvm}( |\$)/\\1${KCFI_LAB_LLVM}\\2/g")
 	for arch in "${LAB_ARCH_FILES[@]}"; do
 		cmd=${cmd//"/build/$arch/"/"/build/$arch$LAB_SUFFIX/"}
 		cmd=${cmd//"/modules/$arch/"/"/modules/$arch$LAB_SUFFIX/"}

@@ -16,6 +16,11 @@ distro_version() {
 		echo "$KCFI_LAB_DISTRO_VERSION"
 		return
 	fi
+	# A source package this host fetched from another suite.
+	if [ -n "$LAB_SOURCE_ROOT" ]; then
+		cat "$LAB_SOURCE_ROOT/version" 2>/dev/null || echo unknown
+		return
+	fi
 	dpkg-query -W -f='${Version}' "$DISTRO_PACKAGE" 2>/dev/null || echo unknown
 }
 

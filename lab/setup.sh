@@ -3,23 +3,25 @@
 # busybox-static of every other arch without installing it. Sourced by
 # run.sh.
 
-# lab_packages: the Debian packages, each with the command that proves it
-# usable ("PACKAGE:COMMAND"): the lab kernel's source and toolchain and
-# the QEMU of each arch it has KCFI on, from their files, then the rest.
-# Asked when needed: --kernel may have changed the kernel since startup.
+# lab_packages: the Debian packages the host installs, each with the
+# command that proves it usable ("PACKAGE:COMMAND"): the lab kernel's
+# source and toolchain (unless this host fetches them from another
+# suite) and the QEMU of each arch it has KCFI on, then the host file's
+# packages. Asked when needed: --kernel may have changed the kernel
+# since startup.
 lab_packages() {
 	local arch
-	printf '%s\n' "$DISTRO_PACKAGE:" \
-		"clang$KCFI_LAB_LLVM:clang$KCFI_LAB_LLVM" \
-		"lld$KCFI_LAB_LLVM:ld.lld$KCFI_LAB_LLVM" \
-		"llvm$KCFI_LAB_LLVM:llvm-objdump$KCFI_LAB_LLVM"
+	[ -n "$(host_kernel_get source_suites)" ] || echo "$DISTRO_PACKAGE:"
+	[ -n "$(host_kernel_get toolchain_suites)" ] || toolchain_packages
 	for arch in $(lab_arches); do
 		echo "$(arch_get "$arch" qemu_package):$(arch_get "$arch" qemu)"
 	done
-	printf '%s\n' gdb-multiarch:gdb-multiarch busybox-static: tmux:tmux make:make gcc:gcc \
-		libc6-dev: bc:bc bison:bison flex:flex libelf-dev: libdw-dev: libssl-dev: \
-		cpio:cpio xz-utils:xz git:git python3:python3 iproute2:ss procps:pgrep \
-		less:less shellcheck:shellcheck
+	host_get packages | tr ' ' '\n' | sed '/^$/d'
+}
+
+# toolchain_packages: the lab kernel's toolchain, "PACKAGE:COMMAND" a line.
+toolchain_packages() {
+	host_get toolchain_packages | tr ' ' '\n' | sed '/^$/d' | sed "s/@llvm@/$KCFI_LAB_LLVM/g"
 }
 
 package_installed() {
@@ -46,21 +48,32 @@ as_root() {
 
 install_packages() {
 	local -a pkgs=("$@")
-	local cmd="apt-get install -y --no-install-recommends ${pkgs[*]}"
+	local cmd="apt-get install -y --no-install-recommends ${pkgs[*]}" name
 	info "installing ${pkgs[*]}"
 	if ! have apt-get; then
-		die "apt-get not found: this lab needs Debian 12; install by hand: ${pkgs[*]}"
+		die "apt-get not found: the lab installs Debian's packages with apt (docs/troubleshooting.md says what a host needs)"
 	fi
 	if [ "$(id -u)" != 0 ] && ! have sudo; then
 		die "missing packages and no sudo; run as root: apt-get update && $cmd"
 	fi
 	local log
 	log=$(new_log apt)
-	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get update >"$log" 2>&1 ||
-		! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-			--no-install-recommends "${pkgs[@]}" >>"$log" 2>&1; then
+	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get update >"$log" 2>&1; then
+		die "apt-get update failed (log: $log); try by hand: sudo apt-get update && sudo $cmd"
+	fi
+	# Exact names only: apt reads a name it does not know as a pattern and
+	# would install another package without a word.
+	for name in "${pkgs[@]}"; do
+		apt-cache pkgnames "$name" 2>/dev/null | exact_line "$name" ||
+			die "the host's apt sources have no package named $name (lab/host/$LAB_HOST.conf names it); nothing was installed"
+	done
+	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${pkgs[@]}" >>"$log" 2>&1; then
 		die "package installation failed (log: $log); try by hand: sudo apt-get update && sudo $cmd"
 	fi
+	for name in "${pkgs[@]}"; do
+		package_installed "$name" || die "apt did not install $name (log: $log)"
+	done
 }
 
 # check_tools: every command the lab runs is on PATH (a package may be
@@ -71,19 +84,96 @@ check_tools() {
 		cmd=${entry#*:}
 		[ -n "$cmd" ] && require_tool "$cmd" "${entry%%:*}"
 	done
-	local tarball
-	tarball=$(kernel_get source_tarball)
-	[ -f "$tarball" ] ||
-		die "$tarball not found; install it with: sudo apt-get install $(kernel_get source_package)"
+	[ -f "$DISTRO_TARBALL" ] ||
+		die "$DISTRO_TARBALL not found; get it with: ./run.sh setup$LAB_KOPT"
 }
 
 ensure_packages() {
 	local -a missing
+	host_get suite >/dev/null
 	mapfile -t missing < <(missing_packages)
 	if [ "${#missing[@]}" -gt 0 ]; then
 		install_packages "${missing[@]}"
 	fi
+	fetch_source
+	fetch_toolchain
 	check_tools
+}
+
+# fetch_source: the lab kernel's source package, when this host takes it
+# from other suites: unpacked into LAB_SOURCE_ROOT (its version in
+# LAB_SOURCE_ROOT/version), not installed.
+fetch_source() {
+	local suites deb
+	suites=$(host_kernel_get source_suites)
+	[ -n "$suites" ] || return 0
+	[ -f "$DISTRO_TARBALL" ] && [ -s "$LAB_SOURCE_ROOT/version" ] && return 0
+	info "fetching $DISTRO_PACKAGE from $suites (private apt state in $KCFI_LAB_HOME/apt-source)"
+	# shellcheck disable=SC2086 # suites: one word each
+	suite_state "$KCFI_LAB_HOME/apt-source" "$(host_debian_arch)" $suites
+	suite_download "$KCFI_LAB_HOME/apt-source" "$(host_debian_arch)" "" "$DISTRO_PACKAGE"
+	deb=$(compgen -G "$KCFI_LAB_HOME/apt-source/debs/${DISTRO_PACKAGE}_*.deb" | sed -n 1p)
+	rm -rf "$LAB_SOURCE_ROOT.tmp"
+	mkdir -p "$LAB_SOURCE_ROOT.tmp"
+	dpkg-deb -x "$deb" "$LAB_SOURCE_ROOT.tmp"
+	dpkg-deb -f "$deb" Version >"$LAB_SOURCE_ROOT.tmp/version"
+	[ -f "$LAB_SOURCE_ROOT.tmp${DISTRO_TARBALL#"$LAB_SOURCE_ROOT"}" ] ||
+		die "$deb holds no ${DISTRO_TARBALL#"$LAB_SOURCE_ROOT"}"
+	rm -rf "$LAB_SOURCE_ROOT" "$KCFI_LAB_HOME/apt-source/debs"
+	mv "$LAB_SOURCE_ROOT.tmp" "$LAB_SOURCE_ROOT"
+}
+
+# fetch_toolchain: the lab kernel's toolchain, when this host takes it
+# from other suites: its packages and every library the host lacks,
+# unpacked under the lab's home, with a wrapper for each command in
+# LAB_TOOLCHAIN_BIN that finds those libraries and nothing of the host's
+# changes.
+fetch_toolchain() {
+	local suites root deb cmd libs="" d entry
+	suites=$(host_kernel_get toolchain_suites)
+	[ -n "$suites" ] || return 0
+	root=${LAB_TOOLCHAIN_BIN%/bin}/root
+	toolchain_ready && return 0
+	local -a pkgs=()
+	for entry in $(toolchain_packages); do
+		pkgs+=("${entry%%:*}")
+	done
+	info "fetching ${pkgs[*]} from $suites (private apt state in $KCFI_LAB_HOME/apt-toolchain)"
+	# shellcheck disable=SC2086 # suites: one word each
+	suite_state "$KCFI_LAB_HOME/apt-toolchain" "$(host_debian_arch)" $suites
+	rm -rf "$root.tmp" "$LAB_TOOLCHAIN_BIN"
+	mkdir -p "$root.tmp" "$LAB_TOOLCHAIN_BIN"
+	suite_download "$KCFI_LAB_HOME/apt-toolchain" "$(host_debian_arch)" /var/lib/dpkg/status "${pkgs[@]}"
+	for deb in "$KCFI_LAB_HOME/apt-toolchain/debs/"*.deb; do
+		dpkg-deb -x "$deb" "$root.tmp"
+	done
+	rm -rf "$root" "$KCFI_LAB_HOME/apt-toolchain/debs"
+	mv "$root.tmp" "$root"
+	for d in "$root"/usr/lib/*-linux-gnu* "$root"/lib/*-linux-gnu*; do
+		[ -d "$d" ] && libs="$libs${libs:+:}$d"
+	done
+	for cmd in "$root"/usr/bin/*"$KCFI_LAB_LLVM"; do
+		[ -e "$cmd" ] || continue
+		# shellcheck disable=SC2016 # the wrapper's own expansions
+		printf '#!/bin/bash\nLD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' \
+			"$libs" "$cmd" >"$LAB_TOOLCHAIN_BIN/${cmd##*/}"
+		chmod +x "$LAB_TOOLCHAIN_BIN/${cmd##*/}"
+	done
+	toolchain_ready || die "the toolchain fetched from $suites does not run (see $root)"
+}
+
+# toolchain_ready: every command of the lab kernel's toolchain runs.
+toolchain_ready() {
+	local entry cmd
+	for entry in $(toolchain_packages); do
+		cmd=${entry#*:}
+		[ -x "$LAB_TOOLCHAIN_BIN/$cmd" ] && "$LAB_TOOLCHAIN_BIN/$cmd" --version >/dev/null 2>&1 || return 1
+	done
+}
+
+# host_debian_arch: dpkg's name for this machine's arch.
+host_debian_arch() {
+	dpkg --print-architecture
 }
 
 # busybox_binary ARCH: the static busybox that goes into ARCH's initramfs:
@@ -97,49 +187,25 @@ busybox_binary() {
 	fi
 }
 
-# fetch_busybox ARCH: for an arch other than the host's, download
-# Debian's busybox-static .deb of that arch with a private apt state (the
-# host's dpkg architectures and lists stay as they are) and unpack it
-# without installing it. The arch file's debian_source, when set, is the
-# only source (another Debian release's archive); apt checks its Release
-# signature as for the host's own sources, with the keyring the line
-# names.
+# fetch_busybox ARCH: for an arch other than the host's, Debian's
+# busybox-static .deb of that arch, from the host's own suite or the
+# suites the host file names for ARCH (busybox_suites), with a private apt
+# state (the host's dpkg architectures and lists stay as they are),
+# unpacked without installing it.
 fetch_busybox() {
-	local arch=$1 debarch source
+	local arch=$1 debarch suites deb
 	arch_is_host "$arch" && return 0
 	local dest="$KCFI_LAB_HOME/busybox/$arch"
 	[ -x "$dest/bin/busybox" ] && return 0
 	debarch=$(arch_get "$arch" debian_arch)
-	source=$(arch_get "$arch" debian_source)
+	suites=$(host_arch_get "$arch" busybox_suites)
+	[ -n "$suites" ] || suites=$(host_get suite)
 	local apt_dir="$KCFI_LAB_HOME/apt-$arch"
-	local log
-	log=$(new_log "apt-$arch")
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs"
-	: >"$apt_dir/status"
-	local -a opts=(
-		-o "Dir::State=$apt_dir" -o "Dir::State::Lists=$apt_dir/lists"
-		-o "Dir::State::status=$apt_dir/status" -o "Dir::Cache=$apt_dir/cache"
-		-o "APT::Architecture=$debarch" -o "APT::Architectures::=$debarch"
-		-o Debug::NoLocking=1 -o APT::Sandbox::User=root
-	)
-	if [ -n "$source" ]; then
-		case "$source" in
-		*trusted=yes* | *allow-insecure*) die "lab/arch/$arch.conf: debian_source must not turn apt's signature check off" ;;
-		esac
-		mkdir -p "$apt_dir/sources.list.d"
-		printf '%s\n' "$source" >"$apt_dir/sources.list"
-		opts+=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d")
-	fi
-	info "fetching busybox-static for $arch (private apt state in $apt_dir)"
-	if ! apt-get "${opts[@]}" update >"$log" 2>&1; then
-		die "apt-get update for $arch failed (log: $log)"
-	fi
-	if ! (cd "$apt_dir/debs" && apt-get "${opts[@]}" download "busybox-static:$debarch") >>"$log" 2>&1; then
-		die "could not download busybox-static:$debarch (log: $log)"
-	fi
-	local deb
-	deb=$(find "$apt_dir/debs" -name "busybox-static_*_$debarch.deb" | sort | tail -n 1)
-	[ -n "$deb" ] || die "busybox-static $debarch .deb missing after download (log: $log)"
+	info "fetching busybox-static for $arch from $suites (private apt state in $apt_dir)"
+	# shellcheck disable=SC2086 # suites: one word each
+	suite_state "$apt_dir" "$debarch" $suites
+	suite_download "$apt_dir" "$debarch" "" busybox-static
+	deb=$(compgen -G "$apt_dir/debs/busybox-static_*.deb" | sed -n 1p)
 	rm -rf "$dest.tmp"
 	mkdir -p "$dest.tmp"
 	dpkg-deb -x "$deb" "$dest.tmp"
@@ -153,8 +219,17 @@ fetch_busybox() {
 	mv "$dest.tmp" "$dest"
 }
 
+# cmd_setup [TESTS]: what the lab kernel needs; with TESTS, also what
+# the test suite needs beyond it (the host file's test_packages).
 cmd_setup() {
-	local arch
+	local arch entry
+	local -a extra=()
+	if [ -n "${1:-}" ]; then
+		for entry in $(host_get test_packages); do
+			package_installed "${entry%%:*}" || extra+=("${entry%%:*}")
+		done
+		[ "${#extra[@]}" = 0 ] || install_packages "${extra[@]}"
+	fi
 	ensure_packages
 	for arch in $(lab_arches); do
 		fetch_busybox "$arch"

@@ -47,11 +47,36 @@ tool_make() {
 		# make cannot take paths with spaces: relative ones, through a link.
 		cd "$LAB_TOOL_DIR/.." || exit
 		ln -sfn "$LAB_TOOL_SRC" "$LAB_TOOL_DIR/lab-kcfi"
+		local -a llvm_args=()
+		tool_toolchains
+		mapfile -t llvm_args < <(tool_llvm_args)
 		make -s -j"$KCFI_LAB_JOBS" -f "${LAB_TOOL_DIR##*/}/lab-kcfi/Makefile" S="${LAB_TOOL_DIR##*/}/lab-kcfi" \
-			O="${LAB_TOOL_DIR##*/}" "${force[@]}" "$@" >"$LAB_TOOL_LOG" 2>&1 || exit
+			O="${LAB_TOOL_DIR##*/}" "${force[@]}" "${llvm_args[@]}" "$@" >"$LAB_TOOL_LOG" 2>&1 || exit
 		printf '%s\n' "$LAB_TOOL_SRC" >"$LAB_TOOL_DIR/source-dir"
 		printf '%s\n' "$sha" >"$LAB_TOOL_DIR/sources.sha256"
 	) 8>"$LAB_TOOL_DIR/.lock"
+}
+
+# tool_llvm_args: LLVM_ARCH=SUFFIX, a line for each arch file: the
+# suffix of this host's toolchain for the oldest kernel that has the arch,
+# whose output make check takes for reference.
+tool_llvm_args() {
+	local a k
+	[ -n "$LAB_HOST" ] || return 0
+	for a in "${LAB_ARCH_FILES[@]}"; do
+		k=$(kernel_for_arch "$a") || continue
+		printf 'LLVM_%s=%s\n' "$a" "${LAB_CONF["host/$k.llvm"]}"
+	done
+}
+
+# tool_toolchains: every kernel's toolchain that lives in the lab's home
+# on PATH, for make check.
+tool_toolchains() {
+	local k
+	[ -n "$LAB_HOST" ] || return 0
+	for k in $(lab_kernels); do
+		path_prepend "$(toolchain_bin "$k")"
+	done
 }
 
 # build_tool: make sure LAB_TOOL_BIN is built from these sources; on

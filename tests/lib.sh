@@ -63,6 +63,10 @@ guest_args() {
 . "$KCFI_LAB_ROOT/lab/common.sh"
 # shellcheck source=lab/setup.sh
 . "$KCFI_LAB_ROOT/lab/setup.sh"
+# shellcheck source=lab/suites.sh
+. "$KCFI_LAB_ROOT/lab/suites.sh"
+# shellcheck source=lab/kernel-branch.sh
+. "$KCFI_LAB_ROOT/lab/kernel-branch.sh"
 # shellcheck source=lab/build.sh
 . "$KCFI_LAB_ROOT/lab/build.sh"
 # shellcheck source=lab/tool.sh

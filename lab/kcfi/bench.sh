@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # usage: bench.sh VMLINUX
 # Times one run of `kcfi scan VMLINUX` against one run of the usual
-# alternative, `llvm-objdump-16 -d VMLINUX | grep -c ...` counting the
+# alternative, `llvm-objdump -d VMLINUX | grep -c ...` counting the
 # preamble symbols and check sites, and prints both times and the ratio.
-# KCFI (default: build/kcfi next to this script, as make builds it) and OBJDUMP may be overridden.
+# KCFI (default: build/kcfi next to this script, as make builds it) may be
+# overridden.  The llvm-objdump is OBJDUMP, or the lab kernel's:
+# llvm-objdump$KCFI_LAB_LLVM (the LLVM suffix, -16, -19, ..., that the
+# lab's ./run.sh exports to what it starts).
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -13,9 +16,17 @@ fi
 image=$1
 here=$(cd "$(dirname "$0")" && pwd)
 kcfi=${KCFI:-$here/build/kcfi}
-objdump=${OBJDUMP:-llvm-objdump-16}
+if [ -n "${OBJDUMP:-}" ]; then
+	objdump=$OBJDUMP
+elif [ -n "${KCFI_LAB_LLVM+set}" ]; then
+	objdump=llvm-objdump$KCFI_LAB_LLVM
+else
+	echo "${0##*/}: set OBJDUMP=llvm-objdump-NN or KCFI_LAB_LLVM=-NN, the LLVM suffix (the lab's ./run.sh exports it)" >&2
+	exit 1
+fi
 [ -r "$image" ] || { echo "${0##*/}: cannot read $image" >&2; exit 1; }
 [ -x "$kcfi" ] || { echo "${0##*/}: $kcfi not built (run make)" >&2; exit 1; }
+command -v "$objdump" >/dev/null || { echo "${0##*/}: $objdump not found" >&2; exit 1; }
 
 now() { date +%s.%N; }
 

@@ -17,9 +17,9 @@ static const char usage[] =
 	"       kcfi hash [-v] -             (prototypes from stdin, one per line)\n"
 	"       kcfi hash --mangled NAME...  (NAME with or without _ZTS)\n"
 	"       kcfi hash --image IMAGE PROTOTYPE...\n"
-	"  Print the 32-bit KCFI type id clang-16 assigns to a C function type:\n"
-	"  low 32 bits of xxHash64(\"_ZTS\" + Itanium mangling).  -v also prints\n"
-	"  the mangled name.  Example: kcfi hash 'void (int *)'\n"
+	"  Print the 32-bit KCFI type id clang -fsanitize=kcfi assigns to a C\n"
+	"  function type: low 32 bits of xxHash64(\"_ZTS\" + Itanium mangling).\n"
+	"  -v also prints the mangled name.  Example: kcfi hash 'void (int *)'\n"
 	"  --image takes typedef names from IMAGE's DWARF (a vmlinux, module or\n"
 	"  object with debug info), as its source spells them:\n"
 	"  'int (FSE_DTable *, U32)'.\n";

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Test driver for `make check`.  Expected values come from clang-16 and
-# llvm-objdump-16 (riscv64: clang-19 and llvm-objdump-19, as KCFI on
-# riscv64 needs clang 17), never from kcfi itself.  Everything generated goes into
-# $BUILD.  Prints "ok - ..." / "FAIL - ..." per test and, last,
-# "N passed, N failed"; exits non-zero if anything failed.
+# Test driver for `make check`.  Expected values come from clang and
+# llvm-objdump, never from kcfi itself: for each arch, those of the LLVM
+# whose version suffix (-16, -19, ...) is in LLVM_x86_64, LLVM_arm64 or
+# LLVM_riscv64, which make check passes (KCFI on riscv64 needs clang 17
+# or later).  Everything generated goes into $BUILD.  Prints "ok - ..." /
+# "FAIL - ..." per test and, last, "N passed, N failed"; exits non-zero
+# if anything failed.
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,18 +13,43 @@ KCFI=$(realpath "${KCFI:-build/kcfi}")
 KCFI_ASAN=${KCFI_ASAN:+$(realpath "$KCFI_ASAN")}
 BUILD=${BUILD:-build/check}
 TOOLS=$(realpath "${TOOLS:-build/tests}")
-CLANG=${CLANG16:-clang-16}
-OBJDUMP=${OBJDUMP16:-llvm-objdump-16}
-OBJCOPY=${OBJCOPY16:-llvm-objcopy-16}
-NM=${NM16:-llvm-nm-16}
-LLD=${LLD16:-ld.lld-16}
-CLANG19=${CLANG19:-clang-19}
-OBJDUMP19=${OBJDUMP19:-llvm-objdump-19}
-OBJCOPY19=${OBJCOPY19:-llvm-objcopy-19}
-LLD19=${LLD19:-ld.lld-19}
 RANDOM_PROTOS=${RANDOM_PROTOS:-600}
 BATCH=${BATCH:-250}
 MUTANTS=${MUTANTS:-150}
+
+for arch in x86_64 arm64 riscv64; do
+	var=LLVM_$arch
+	if [ -z "${!var+set}" ]; then
+		echo "FAIL - $var is not set: run make check LLVM_x86_64=-NN LLVM_arm64=-NN LLVM_riscv64=-NN (./run.sh test passes them)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+done
+
+# tool NAME ARCH: the LLVM tool NAME (clang, llvm-objdump, ld.lld, ...)
+# of ARCH's reference toolchain (ARCH x86_64, arm64 or riscv64; aarch64
+# is arm64): NAME with that arch's suffix.
+# shellcheck disable=SC2154 # the LLVM_ARCH come from make check
+tool() {
+	case $2 in
+	x86_64) echo "$1$LLVM_x86_64" ;;
+	arm64 | aarch64) echo "$1$LLVM_arm64" ;;
+	riscv64) echo "$1$LLVM_riscv64" ;;
+	*)
+		echo "tool: unknown arch $2" >&2
+		return 1
+		;;
+	esac
+}
+# arch_of FILE: the arch of one of the files made here, by its name
+# (x86-*, a64-*, rv-*, batchNN.TARGET.o, typed-TARGET.o, ...).
+arch_of() {
+	case ${1##*/} in
+	rv-* | *riscv64*) echo riscv64 ;;
+	a64-* | *aarch64*) echo arm64 ;;
+	*) echo x86_64 ;;
+	esac
+}
 
 mkdir -p "$(dirname "$BUILD")"
 # Two runs at once would delete each other's files.
@@ -50,32 +77,36 @@ finish() {
 # A command failing outside a test still ends with the summary line.
 trap '[ "$BASHPID" != "$$" ] || { fail "test script stopped at line $LINENO"; echo "$passed passed, $failed failed"; }' ERR
 
-for tool in "$CLANG" "$OBJDUMP" "$OBJCOPY" "$NM" "$LLD" "$CLANG19" "$OBJDUMP19" "$OBJCOPY19" "$LLD19"; do
-	if ! command -v "$tool" >/dev/null; then
-		fail "required tool $tool not found (apt-get install clang-16 llvm-16 lld-16 clang-19 llvm-19 lld-19)"
-		finish
-	fi
+for arch in x86_64 arm64 riscv64; do
+	for name in clang llvm-objdump llvm-objcopy llvm-nm ld.lld; do
+		t=$(tool "$name" "$arch")
+		if ! command -v "$t" >/dev/null; then
+			fail "required tool $t ($arch's reference LLVM) not found on PATH (./run.sh setup installs the lab's toolchains)"
+			finish
+		fi
+	done
 done
 
 # cc_for TARGET: the clang that compiles for TARGET (riscv64's KCFI check
 # came with clang 17); ld_for TARGET: its linker.
-cc_for() { if [ "$1" = riscv64 ]; then echo "$CLANG19"; else echo "$CLANG"; fi; }
-ld_for() { if [ "$1" = riscv64 ]; then echo "$LLD19"; else echo "$LLD"; fi; }
+cc_for() { tool clang "$1"; }
+ld_for() { tool ld.lld "$1"; }
 
-# objdump_ref FILE EXEC: tests/objdump-ref.awk's records for FILE.
-# riscv64 files (rv-*, *.riscv64.o) go through llvm-objdump-19 -M
-# no-aliases, with the $d mapping symbols from its symbol table, since it
-# disassembles data in code as instructions.
+# objdump_ref FILE EXEC: tests/objdump-ref.awk's records for FILE, from
+# the llvm-objdump of FILE's arch.  riscv64 files (rv-*, *.riscv64.o) go
+# through llvm-objdump -M no-aliases, with the $d mapping symbols from its
+# symbol table, since it disassembles data in code as instructions.
 objdump_ref() {
-	local f=$1 ex=$2
+	local f=$1 ex=$2 objdump
+	objdump=$(tool llvm-objdump "$(arch_of "$f")")
 	case ${f##*/} in
 	rv-* | *.riscv64.o)
 		# shellcheck disable=SC2016 # awk's $NF and the symbol $d
-		"$OBJDUMP19" -t "$f" | awk '$NF == "$d" { print $1, $(NF - 2) }' >"$BUILD/dmaps.txt"
-		"$OBJDUMP19" -d -z -M no-aliases "$f" |
+		"$objdump" -t "$f" | awk '$NF == "$d" { print $1, $(NF - 2) }' >"$BUILD/dmaps.txt"
+		"$objdump" -d -z -M no-aliases "$f" |
 			awk -v exec="$ex" -v dmaps="$BUILD/dmaps.txt" -f "$HERE/objdump-ref.awk"
 		;;
-	*) "$OBJDUMP" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" ;;
+	*) "$objdump" -d "$f" | awk -v exec="$ex" -f "$HERE/objdump-ref.awk" ;;
 	esac
 }
 
@@ -91,7 +122,7 @@ while IFS= read -r line; do
 done <<<"$unit_out"
 
 # ---------------------------------------------------------------------------
-# 1. kcfi hash agrees with the ids clang-16 emits
+# 1. kcfi hash agrees with the ids clang emits (x86_64's)
 # ---------------------------------------------------------------------------
 protos=$BUILD/protos.txt
 grep -v -e '^#' -e '^$' "$HERE/edge-protos.txt" >"$protos"
@@ -121,7 +152,7 @@ for part in "$BUILD"/batch[0-9][0-9]; do
 		fi
 	done
 	if [ -f "$part.x86_64.o" ]; then
-		"$OBJDUMP" -d "$part.x86_64.o" |
+		"$(tool llvm-objdump x86_64)" -d "$part.x86_64.o" |
 			awk -v exec=0 -f "$HERE/objdump-ref.awk" |
 			awk '$1 == "F" && $4 ~ /^kcfi_fn_/ { sub(/^kcfi_fn_/, "", $4); print $4, $3 }' \
 				>>"$BUILD/clang-ids.txt"
@@ -142,7 +173,7 @@ mismatches=$(join -j 1 <(sort -k1,1 "$BUILD/clang-ids.sorted") <(sort -k1,1 "$BU
 joined=$(join -j 1 <(sort -k1,1 "$BUILD/clang-ids.sorted") <(sort -k1,1 "$BUILD/kcfi-ids.txt") | wc -l)
 if [ "$compile_ok" = 1 ] && [ "$compared" -eq "$total" ] && [ "$joined" -eq "$total" ] &&
 	[ -z "$mismatches" ]; then
-	pass "hash: $total prototypes ($nedge edge cases, $((total - nedge)) random) match clang-16's ids, 0 mismatches"
+	pass "hash: $total prototypes ($nedge edge cases, $((total - nedge)) random) match $(cc_for x86_64)'s ids, 0 mismatches"
 else
 	fail "hash: compared $joined of $total prototypes (clang emitted $compared ids); mismatches:"
 	printf '%s\n' "$mismatches" | sed -n 1,10p | while read -r n want got; do
@@ -164,14 +195,14 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# 2. kcfi scan agrees with llvm-objdump-16 (-19) on every preamble and check site
+# 2. kcfi scan agrees with llvm-objdump on every preamble and check site
 # ---------------------------------------------------------------------------
 objs=$BUILD/objs
 mkdir -p "$objs"
 build_obj() { # NAME TARGET CFLAGS...
 	local name=$1 target=$2
 	shift 2
-	"$CLANG" --target="$target-linux-gnu" -O2 -fsanitize=kcfi "$@" \
+	"$(cc_for "$target")" --target="$target-linux-gnu" -O2 -fsanitize=kcfi "$@" \
 		-c "$HERE/sample.c" -o "$objs/$name.o"
 }
 build_obj x86-O2 x86_64
@@ -186,7 +217,7 @@ build_obj a64-pfe42 aarch64 -fpatchable-function-entry=4,2
 build_rv_obj() { # NAME CFLAGS...
 	local name=$1
 	shift
-	"$CLANG19" --target=riscv64-linux-gnu -O2 -fsanitize=kcfi "$@" \
+	"$(cc_for riscv64)" --target=riscv64-linux-gnu -O2 -fsanitize=kcfi "$@" \
 		-c "$HERE/sample.c" -o "$objs/$name.o"
 }
 # riscv64: with the C extension (rv64gc) and without (32-bit ebreak and
@@ -200,18 +231,21 @@ build_rv_obj rv-pfe42 -fpatchable-function-entry=4,2
 build_rv_obj rv-norvc-pfe32 -march=rv64g -fpatchable-function-entry=3,2
 build_rv_obj rv-kernel -march=rv64imac_zicsr_zifencei -mcmodel=medany -mno-relax -fno-pic \
 	-mno-save-restore -fpatchable-function-entry=4
-link() { "$LLD" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
-rvlink() { "$LLD19" -e sample_entry --unresolved-symbols=ignore-all "$@"; }
-link "$objs/x86-O2.o" -o "$objs/x86-exec"
-link "$objs/a64-O1-fs.o" -o "$objs/a64-exec"
-link "$objs/x86-O2-g.o" -o "$objs/x86-g-exec"
+link() { # TARGET ARGS...
+	local target=$1
+	shift
+	"$(ld_for "$target")" -e sample_entry --unresolved-symbols=ignore-all "$@"
+}
+link x86_64 "$objs/x86-O2.o" -o "$objs/x86-exec"
+link aarch64 "$objs/a64-O1-fs.o" -o "$objs/a64-exec"
+link x86_64 "$objs/x86-O2-g.o" -o "$objs/x86-g-exec"
 # Big linked images from the prototype batches plus the sample.
-link "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
-link "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
-rvlink "$objs/rv-O1-fs.o" -o "$objs/rv-exec"
-rvlink "$objs/rv-kernel.o" --no-relax -o "$objs/rv-kernel-exec"
-rvlink "$objs/rv-norvc.o" -o "$objs/rv-norvc-exec"
-rvlink "$objs/rv-O2.o" "$BUILD"/batch*.riscv64.o -o "$objs/rv-big-exec"
+link x86_64 "$objs/x86-O2.o" "$BUILD"/batch*.x86_64.o -o "$objs/x86-big-exec"
+link aarch64 "$objs/a64-O2.o" "$BUILD"/batch*.aarch64.o -o "$objs/a64-big-exec"
+link riscv64 "$objs/rv-O1-fs.o" -o "$objs/rv-exec"
+link riscv64 "$objs/rv-kernel.o" --no-relax -o "$objs/rv-kernel-exec"
+link riscv64 "$objs/rv-norvc.o" -o "$objs/rv-norvc-exec"
+link riscv64 "$objs/rv-O2.o" "$BUILD"/batch*.riscv64.o -o "$objs/rv-big-exec"
 # kcfi scan --types: the batches carry DWARF (-g), so every generated
 # prototype is read back from it and hashes to clang's id; the sample's
 # functions have none.
@@ -311,10 +345,10 @@ fi
 
 # arm64 and riscv64 without mapping symbols: kcfi falls back to known ids.
 # shellcheck disable=SC2016 # literal $d/$x symbol names
-"$OBJCOPY" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
+"$(tool llvm-objcopy arm64)" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
 	"$objs/a64-exec" "$objs/a64-exec-nomap"
 # shellcheck disable=SC2016 # literal $d/$x symbol names
-"$OBJCOPY19" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
+"$(tool llvm-objcopy riscv64)" --wildcard --strip-symbol='$d*' --strip-symbol='$x*' \
 	"$objs/rv-exec" "$objs/rv-exec-nomap"
 
 is_exec() { case $1 in *exec*) echo 1 ;; *) echo 0 ;; esac; }
@@ -346,7 +380,7 @@ done
 for f in "$objs/a64-exec" "$objs/rv-exec"; do
 	ids=$({
 		objdump_ref "$f" 1 | awk '$1 == "S" { print $3 }'
-		"$NM" "$f" | awk 'NF == 3 && $3 ~ /^__kcfi_typeid_/ { print substr($1, 9) }'
+		"$(tool llvm-nm "$(arch_of "$f")")" "$f" | awk 'NF == 3 && $3 ~ /^__kcfi_typeid_/ { print substr($1, 9) }'
 	} | sort -u)
 	ref=$(objdump_ref "$f" 1 | grep -E '^(F|S) ' |
 		awk -v ids="$ids" 'BEGIN { n = split(ids, v, "\n"); for (i = 1; i <= n; i++) ok[v[i]] = 1 }
@@ -374,7 +408,7 @@ SECTIONS {
 	}
 }
 EOF
-link "$objs/x86-O2.o" -T "$BUILD/traps.lds" -o "$objs/x86-lds-exec"
+link x86_64 "$objs/x86-O2.o" -T "$BUILD/traps.lds" -o "$objs/x86-lds-exec"
 for f in "$objs"/x86-O2.o "$objs"/x86-pfe16.o "$objs"/x86-exec "$objs"/x86-lds-exec \
 	"$objs"/rv-O2.o "$objs"/rv-O1-fs.o "$objs"/rv-kernel.o "$objs"/rv-exec "$objs"/rv-big-exec; do
 	out=$("$KCFI" scan "$f")
@@ -391,7 +425,7 @@ done
 h1=$("$KCFI" hash 'void (int *)' | cut -c3-10)
 h2=$("$KCFI" hash 'int (struct file *, unsigned long)' | cut -c3-10)
 for f in "$objs/x86-O2.o" "$objs/rv-O2.o"; do
-	want=$("$NM" "$f" | awk '/__kcfi_typeid_/ { print substr($1, 9), $3 }' | sort)
+	want=$("$(tool llvm-nm "$(arch_of "$f")")" "$f" | awk '/__kcfi_typeid_/ { print substr($1, 9), $3 }' | sort)
 	got=$("$KCFI" scan "$f" | awk '/^__kcfi_typeid symbols/ { m = 1; next } /^$/ { m = 0 } m { print substr($1, 3), $2 }' | sort)
 	if [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "^$h1 __kcfi_typeid_ext_fn$" <<<"$got" &&
 		grep -q "^$h2 __kcfi_typeid_ext_cb$" <<<"$got"; then
@@ -517,7 +551,7 @@ if command -v python3 >/dev/null; then
 		rv-*) arch=riscv64 ;;
 		*) arch=x86_64 ;;
 		esac
-		"$OBJCOPY19" -O binary --only-section=.text "$f" "$BUILD/text.bin"
+		"$(tool llvm-objcopy "$arch")" -O binary --only-section=.text "$f" "$BUILD/text.bin"
 		objdump_ref "$f" 1 >"$BUILD/ref.txt"
 		python3 "$HERE/check-json.py" "$KCFI" "$f" "$arch" "$BUILD/text.bin" \
 			<"$BUILD/ref.txt" >"$BUILD/check-json.out" 2>&1 || true
@@ -648,9 +682,10 @@ done
 "$TOOLS/mutate" random "$bad/random-64" 64 8
 printf '\177ELF' >"$bad/magic-only"
 printf 'hello, world\n' >"$bad/text"
-echo 'int ppc(int x) { return x + 1; }' | "$CLANG" --target=powerpc64le-linux-gnu -x c -c - -o "$bad/ppc64le.o"
-"$CLANG" --target=i386-linux-gnu -c "$HERE/sample.c" -o "$bad/i386.o"
-"$CLANG" --target=aarch64_be-linux-gnu -c "$HERE/sample.c" -o "$bad/aarch64_be.o"
+# Objects of targets kcfi does not read, from x86_64's clang.
+echo 'int ppc(int x) { return x + 1; }' | "$(cc_for x86_64)" --target=powerpc64le-linux-gnu -x c -c - -o "$bad/ppc64le.o"
+"$(cc_for x86_64)" --target=i386-linux-gnu -c "$HERE/sample.c" -o "$bad/i386.o"
+"$(cc_for x86_64)" --target=aarch64_be-linux-gnu -c "$HERE/sample.c" -o "$bad/aarch64_be.o"
 mkdir -p "$bad/a-directory"
 
 expect_error() { # EXIT CMD... : exit code EXIT, one stderr line "kcfi: ...", no crash
@@ -818,7 +853,7 @@ else
 		dev=$(awk '$1 == "F" && $4 == "dev_open" { print $3 }' <<<"$ref")
 		bad=""
 		for fn in vfs_release sort2 call_via_t1; do
-			range=$("$NM" -S "$f" | awk -v fn="$fn" '$4 == fn { print $1, $2 }')
+			range=$("$(tool llvm-nm "$(arch_of "$f")")" -S "$f" | awk -v fn="$fn" '$4 == fn { print $1, $2 }')
 			[ -n "$range" ] || continue
 			read -r lo size <<<"$range"
 			# The site in FN: objdump's trap, id and target register.
@@ -869,7 +904,7 @@ fi
 # ---------------------------------------------------------------------------
 # 7. bench.sh runs (on the biggest image we have)
 # ---------------------------------------------------------------------------
-if out=$(KCFI="$KCFI" bash "$HERE/../bench.sh" "$objs/x86-big-exec" 2>&1) && grep -q '^ratio' <<<"$out"; then
+if out=$(KCFI="$KCFI" OBJDUMP="$(tool llvm-objdump x86_64)" bash "$HERE/../bench.sh" "$objs/x86-big-exec" 2>&1) && grep -q '^ratio' <<<"$out"; then
 	pass "bench.sh on x86-big-exec: $(grep '^ratio' <<<"$out" | tr -s ' ')"
 else
 	fail "bench.sh: $out"

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Debian packages from a suite other than the host's own (another
+# release's archive, or its security suite), fetched into the lab's home
+# with a private apt state: the mirror is the one the host's apt already
+# uses, apt checks every Release file against the host file's keyring,
+# and the host's apt sources, lists and dpkg stay as they are. Nothing
+# is installed: the packages are unpacked. Sourced by run.sh.
+
+# suite_mirror SUITE: the URI the host's apt fetches the suite with
+# SUITE's ending from (bookworm-security: the host's -security mirror);
+# for a suite the host has no counterpart of (-backports), the archive
+# of the host's own suite. The sources as configured: no lists needed. A classroom's own mirror or caching proxy is used as it is.
+suite_mirror() {
+	local want=$1 own ending="" release uri kind archive=""
+	own=$(host_get suite)
+	case "$want" in *-*) ending="-${want#*-}" ;; esac
+	# shellcheck disable=SC2016 # apt's own $(FIELD) syntax
+	while read -r kind release uri; do
+		[ "$kind" = deb ] || continue
+		if [ "$release" = "$own$ending" ]; then
+			echo "$uri"
+			return 0
+		fi
+		[ "$release" != "$own" ] || archive=$uri
+	done < <(apt-get indextargets --no-release-info --format '$(TARGET_OF) $(RELEASE) $(REPO_URI)' 2>/dev/null | sort -u)
+	# The security archive lives apart from the others: no guessing.
+	[ "$ending" != -security ] || return 1
+	[ -n "$archive" ] || return 1
+	echo "$archive"
+}
+
+# suite_sources SUITE...: the sources.list of a private state for SUITE...,
+# every line signed by the host file's keyring.
+suite_sources() {
+	local suite uri keyring
+	keyring=$(host_get keyring)
+	[ -f "$keyring" ] || die "$keyring not found: install debian-archive-keyring"
+	for suite in "$@"; do
+		uri=$(suite_mirror "$suite") || {
+			warn "the host's apt has no mirror for ${suite#*-} suites: $suite left out"
+			continue
+		}
+		printf 'deb [signed-by=%s] %s %s main\n' "$keyring" "$uri" "$suite"
+	done
+}
+
+# suite_apt_opts DIR DEBARCH STATUS: apt's options for the private state
+# in DIR, for packages of DEBARCH, resolving against dpkg status file
+# STATUS (an empty one: as on a machine with nothing installed).
+suite_apt_opts() {
+	printf '%s\n' -o "Dir::State=$1" -o "Dir::State::Lists=$1/lists" \
+		-o "Dir::State::status=$3" -o "Dir::Cache=$1/cache" \
+		-o "Dir::Etc::SourceList=$1/sources.list" -o "Dir::Etc::SourceParts=$1/sources.list.d" \
+		-o "APT::Architecture=$2" -o "APT::Architectures::=$2" \
+		-o Debug::NoLocking=1 -o APT::Sandbox::User=root
+}
+
+# suite_state DIR DEBARCH SUITE...: a private apt state in DIR whose only
+# sources are SUITE..., with fresh lists. Dies with the log on failure:
+# a Release file that is stale or not signed by the keyring fails here.
+suite_state() {
+	local dir=$1 debarch=$2 log
+	shift 2
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.list.d" "$dir/debs"
+	: >"$dir/status"
+	suite_sources "$@" >"$dir/sources.list.tmp"
+	[ -s "$dir/sources.list.tmp" ] || die "no mirror for $* in the host's apt sources"
+	if grep -qE 'trusted=|allow-insecure|allow-weak|allow-downgrade' "$dir/sources.list.tmp"; then
+		die "a private apt source must not turn apt's signature check off"
+	fi
+	mv "$dir/sources.list.tmp" "$dir/sources.list"
+	log=$(new_log "apt-${dir##*/}")
+	mapfile -t SUITE_OPTS < <(suite_apt_opts "$dir" "$debarch" "$dir/status")
+	if ! apt-get "${SUITE_OPTS[@]}" update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
+		die "apt-get update of $* failed or was not verified (log: $log)"
+	fi
+}
+
+# suite_has DIR DEBARCH NAME: the private state in DIR has a package
+# named exactly NAME. apt reads a name it does not know as a pattern
+# (linux-source-6.1 would find linux-source-6.12), so ask for the list.
+suite_has() {
+	local -a opts
+	mapfile -t opts < <(suite_apt_opts "$1" "$2" "$1/status")
+	apt-cache "${opts[@]}" pkgnames "$3" 2>/dev/null | exact_line "$3"
+}
+
+# exact_line TEXT: standard input has a line that is TEXT. Reads to the
+# end: under pipefail, a writer killed by SIGPIPE (grep -q) ends the
+# pipeline with an error although the line was there.
+exact_line() {
+	awk -v want="$1" '$0 == want { found = 1 } END { exit !found }'
+}
+
+# suite_download DIR DEBARCH STATUS PACKAGE...: download PACKAGE... into
+# DIR/debs (and nothing else there); with STATUS a dpkg status file (the
+# host's), also every package they need that STATUS lacks.
+suite_download() {
+	local dir=$1 debarch=$2 status=$3 log name
+	shift 3
+	local -a opts names=()
+	for name in "$@"; do
+		suite_has "$dir" "$debarch" "$name" || die "no package named $name in $(awk '{ print $(NF-1) }' "$dir/sources.list" | paste -sd' ')"
+	done
+	log=$(new_log "apt-${dir##*/}")
+	if [ -n "$status" ]; then
+		mapfile -t opts < <(suite_apt_opts "$dir" "$debarch" "$status")
+		# "Inst NAME (VERSION SUITE [ARCH])": everything apt would add.
+		# The packages themselves always: the host may have them installed
+		# (from this very suite) and apt would then add nothing.
+		mapfile -t names < <(apt-get "${opts[@]}" -s install --no-install-recommends "$@" 2>>"$log" |
+			awk -v want="$*" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) left[w[i]] = 1 }
+				/^Inst / { v = $3; sub(/^\(/, "", v); print $2 "=" v; delete left[$2] }
+				END { for (p in left) print p }')
+	else
+		mapfile -t opts < <(suite_apt_opts "$dir" "$debarch" "$dir/status")
+		names=("$@")
+	fi
+	rm -f "$dir/debs/"*.deb
+	if ! (cd "$dir/debs" && apt-get "${opts[@]}" download "${names[@]}") >>"$log" 2>&1; then
+		die "could not download $* (log: $log)"
+	fi
+	for name in "$@"; do
+		compgen -G "$dir/debs/${name}_*.deb" >/dev/null || die "$name missing after download (log: $log)"
+	done
+}
