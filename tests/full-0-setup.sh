@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Setup first: the rest of the suite (shellcheck, clang, QEMU) needs it.
+# Setup first: the rest of the suite (shellcheck, clang, QEMU, every
+# kernel's toolchain for make check) needs it. It goes through the lab's
+# own setup, for every kernel, as a user's ./run.sh --kernel V would: on
+# a fresh machine the tests after it find what they need.
 
 test_setup_installs_what_is_missing() {
-	lab setup
-	# Idempotent: a second run finds nothing to install.
-	expect_exit 0 lab setup
-	[[ "$OUT" != *installing* ]] || fail "second setup installed again: $OUT"
+	local k
+	lab setup --tests
+	for k in $(lab_kernels); do
+		lab setup --kernel "$k"
+	done
+	# Idempotent: a second run finds nothing to install or fetch.
+	for k in $(lab_kernels); do
+		expect_exit 0 lab setup --kernel "$k"
+		[[ "$OUT" != *installing* && "$OUT" != *fetching* ]] || fail "second setup of $k did it again: $OUT"
+	done
 	[ -x "$(busybox_binary arm64)" ] || fail "no arm64 busybox"
 	# ELF e_machine (bytes 18-19) is 0xb7 for AArch64.
 	assert_eq "$(od -An -tx2 -j18 -N2 "$(busybox_binary arm64)" | tr -d ' ')" 00b7 "arm64 busybox's ELF machine"
@@ -13,29 +22,58 @@ test_setup_installs_what_is_missing() {
 	! dpkg --print-foreign-architectures | has_match '^arm64$' || fail "arm64 was added to the host's dpkg"
 }
 
-# An arch whose busybox comes from another release's archive: apt checks
-# that archive's signature. With a keyring that lacks its key, the fetch
-# fails; with a line that turns the check off, it is refused unasked.
+# Every suite the lab fetches from outside the host's own sources is
+# checked by apt against the host file's keyring: with a keyring that
+# lacks the archive's key, the fetch fails and nothing arrives.
 test_foreign_archive_signature_is_checked() {
-	local arch="" a src home="$TEST_TMP/sig-home" root="$TEST_TMP/sig-root" empty="$TEST_TMP/empty.gpg"
-	for a in "${LAB_ARCH_FILES[@]}"; do
-		[ -z "$(arch_get "$a" debian_source)" ] || arch=$a
-	done
-	[ -n "$arch" ] || skip "no arch file names a debian_source"
-	src=$(arch_get "$arch" debian_source)
+	local home="$TEST_TMP/sig-home" root="$TEST_TMP/sig-root" empty="$TEST_TMP/empty.gpg" out rc=0
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
 	mkdir -p "$root"
 	cp -r "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/run.sh" "$root/"
 	: >"$empty"
-	# shellcheck disable=SC2317 # called through expect_exit
-	fetch() {
-		KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" KCFI_LAB_KERNEL="$(kernel_for_arch "$arch")" \
-			bash -c 'set -euo pipefail; . "$1/lab/common.sh"; . "$1/lab/setup.sh"; fetch_busybox "$2"' _ "$root" "$arch"
-	}
-	sed -i "s|^debian_source=.*|debian_source=$(sed -E "s|signed-by=[^] ]+|signed-by=$empty|" <<<"$src")|" "$root/lab/arch/$arch.conf"
-	expect_exit 1 fetch
-	[[ "$OUT" == *"apt-get update for $arch failed"* ]] || fail "an archive signed by an unknown key was used: $OUT"
-	[ ! -e "$home/busybox/$arch/bin/busybox" ] || fail "busybox installed without a signature check"
-	sed -i "s|^debian_source=.*|debian_source=$(sed -E 's|signed-by=[^] ]+|trusted=yes|' <<<"$src")|" "$root/lab/arch/$arch.conf"
-	expect_exit 1 fetch
-	[[ "$OUT" == *"must not turn apt's signature check off"* ]] || fail "trusted=yes was accepted: $OUT"
+	sed -i "s|^keyring=.*|keyring=$empty|" "$root/lab/host/$LAB_HOST.conf"
+	out=$(KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c \
+		'set -euo pipefail; . "$1/lab/common.sh"; . "$1/lab/setup.sh"; . "$1/lab/suites.sh"; suite_state "$2/apt-sig" "$(dpkg --print-architecture)" "$(host_get suite)"; echo REACHED' \
+		_ "$root" "$home" 2>&1) || rc=$?
+	assert_eq "$rc" 1 "exit status with a keyring that lacks the archive's key"
+	[[ "$out" == *"failed or was not verified"* && "$out" != *REACHED* ]] || fail "an archive signed by an unknown key was used: $out"
+	[ -z "$(find "$home/apt-sig/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept without a signature check"
+}
+
+# A host that takes a kernel's toolchain and source package from another
+# suite (Debian 13 takes 6.1's from Debian 12's archive): here, a copy of
+# this host's file that takes the default kernel's from this host's own
+# suites by that route. The source arrives unpacked in the home, the
+# toolchain as wrappers the lab puts first on PATH, both verified by apt;
+# the host's apt sources and dpkg database do not change.
+test_toolchain_and_source_from_another_suite() {
+	local root="$TEST_TMP/suite-root" home="$TEST_TMP/suite-home" conf suite before after cc want got
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
+	[ -z "$LAB_TOOLCHAIN_BIN$LAB_SOURCE_ROOT" ] || skip "this host takes Linux $LAB_KERNEL's toolchain from another suite already (every run does this)"
+	mkdir -p "$root"
+	cp -r "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/run.sh" "$KCFI_LAB_ROOT/kernel-branch.bundle" "$root/"
+	conf="$root/lab/host/$LAB_HOST.conf"
+	suite=$(host_get suite)
+	sed -i -e "s/^${LAB_KERNEL//./[.]}[.]toolchain_suites=.*/$LAB_KERNEL.toolchain_suites=$suite/" \
+		-e "s/^${LAB_KERNEL//./[.]}[.]source_suites=.*/$LAB_KERNEL.source_suites=$suite $suite-security/" "$conf"
+	before=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/dpkg/status 2>/dev/null | sha256sum)
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$root/run.sh" setup
+	after=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/dpkg/status 2>/dev/null | sha256sum)
+	assert_eq "$after" "$before" "the host's apt sources and dpkg status"
+	[[ "$OUT" == *"fetching $DISTRO_PACKAGE from $suite $suite-security"* ]] || fail "the source did not come from the suites: $OUT"
+	# The tarball the kernel file names, inside the home, and its version.
+	[ -f "$home/sources/$DISTRO_PACKAGE$(kernel_get source_tarball)" ] || fail "no source tarball in the home"
+	assert_eq "$(cat "$home/sources/$DISTRO_PACKAGE/version")" "$(apt-cache policy "$DISTRO_PACKAGE" | sed -n 's/^  Candidate: //p')" "the source's version"
+	# The lab's own environment finds the toolchain in the home, first.
+	cc=$(KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; command -v "clang$KCFI_LAB_LLVM"')
+	[[ "$cc" == "$home/toolchain/"* ]] || fail "the lab's clang$KCFI_LAB_LLVM is $cc, not the one in the home"
+	# It compiles kCFI code: its id for a prototype is the lab tool's.
+	printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/suite-f.c"
+	"$cc" -O2 -fsanitize=kcfi -c -o "$TEST_TMP/suite-f.o" "$TEST_TMP/suite-f.c"
+	got=$(lab kcfi func "$TEST_TMP/suite-f.o" f | awk 'NR == 1 { print $1 }')
+	want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
+	assert_eq "$got" "$want" "the id the fetched clang$KCFI_LAB_LLVM gives void (int *)"
+	# The home's status names both.
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$root/run.sh" status
+	[[ "$OUT" == *"(in the lab's home), clang$KCFI_LAB_LLVM in $home/toolchain/"* ]] || fail "status: $OUT"
 }

@@ -192,7 +192,7 @@ test_arm64_code_line_matches_the_image() {
 	brk=$(printf '%s\n' "$code" | sed -nE 's/.*\(([0-9a-f]{8})\).*/\1/p')
 	[ -n "$brk" ] || fail "no faulting word in the Code: line: $code"
 	[ $((0x$brk & 0xffe0001f)) = $((0xd4200000)) ] || fail "faulting word $brk is not a brk"
-	dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)")
+	dis=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of arm64)")
 	grep -q "$brk" <<<"$dis" || fail "brk word $brk not in lkdtm_indirect_call"
 	# brk immediate: 0x8000 | type register (w17) << 5 | target register.
 	local imm=$(((0x$brk >> 5) & 0xffff))
@@ -218,10 +218,10 @@ test_nocfi_caller_makes_an_unchecked_indirect_call() {
 	for arch in x86_64 arm64; do
 		call=$(arch_get "$arch" indirect_call)
 		trap="[[:space:]]$(arch_get "$arch" trap_mnemonic)([[:space:]]|\$)"
-		dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call_nocfi "$(vmlinux_of "$arch")")
+		dis=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=lkdtm_indirect_call_nocfi "$(vmlinux_of "$arch")")
 		grep -Eq "$call" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi makes no indirect call"
 		! grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call_nocfi has a kCFI check"
-		dis=$(llvm-objdump-16 -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of "$arch")")
+		dis=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=lkdtm_indirect_call "$(vmlinux_of "$arch")")
 		grep -Eq "$call" <<<"$dis" || fail "$arch: lkdtm_indirect_call makes no indirect call"
 		grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call has no kCFI check"
 	done

@@ -55,7 +55,7 @@ test_kernels_worktree_holds_their_bundle_commits() {
 		got=$(git -C "$LAB_WORKTREE" log --format=%s "$LAB_DISTRO..$LAB_BRANCH")
 		assert_eq "$got" "$want" "Linux $k: lab commits in the worktree"
 		git --git-dir="$LAB_GIT" log -1 --format=%B "$LAB_DISTRO" |
-			has_match "^Distro-Version: $(dpkg-query -W -f='${Version}' "$DISTRO_PACKAGE")$" ||
+			has_match "^Distro-Version: $(distro_version)$" ||
 			fail "Linux $k: the import does not record the package version"
 	done
 }

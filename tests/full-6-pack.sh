@@ -137,7 +137,7 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	local pack="$TEST_TMP/pack debs.tar.gz" home="$TEST_TMP/offline home" state="$TEST_TMP/empty machine"
 	local learner
 	learner=$(bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; learner_packages x86_64' | paste -sd' ')
-	[[ " $learner " == *" qemu-system-x86 "*" gdb-multiarch "*" llvm-16 "* ]] || fail "learner packages: $learner"
+	[[ " $learner " == *" qemu-system-x86 "*" gdb-multiarch "*" llvm$KCFI_LAB_LLVM "* ]] || fail "learner packages: $learner"
 	lab pack x86_64 --debs -o "$pack"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
 	# Here the packages are installed, so unpack has nothing to do.

@@ -36,7 +36,7 @@ vaddr_offset() {
 			echo $((a - 0x$addr + 0x$off))
 			return 0
 		fi
-	done < <(llvm-readelf-16 -S --wide "$1")
+	done < <("llvm-readelf$KCFI_LAB_LLVM" -S --wide "$1")
 	return 0
 }
 

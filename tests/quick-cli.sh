@@ -88,13 +88,65 @@ path_without() {
 	NO_PATH=$dir
 }
 
+# A command the lab needs is missing from PATH although its package is
+# installed: a one-line hint with the host's package name. The lab must
+# not reach apt here (this test installs nothing): a shim apt-get fails
+# the test if it is called.
 test_missing_tool_gives_install_hint() {
-	path_without clang-16
+	local entry pkg cmd qemu_pkg qemu
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
+	[ -z "$(missing_packages)" ] || skip "the lab's packages are not all installed (./run.sh setup)"
+	[ -z "$LAB_TOOLCHAIN_BIN" ] || skip "this host's toolchain for Linux $LAB_KERNEL lives in the lab's home"
+	entry=$(toolchain_packages | sed -n 1p)
+	pkg=${entry%%:*} cmd=${entry#*:}
+	path_without "$cmd"
+	# NO_PATH/apt-get is a link to the host's: replace the link, never
+	# write through it.
+	rm -f "$NO_PATH/apt-get"
+	printf '#!/bin/sh\necho "apt-get $*" >>"%s/apt-calls"\nexit 1\n' "$TEST_TMP" >"$NO_PATH/apt-get"
+	chmod +x "$NO_PATH/apt-get"
 	expect_exit 1 env PATH="$NO_PATH" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" build
-	assert_eq "$OUT" "kcfi-lab: error: clang-16 not found; install it with: ./run.sh setup (or: sudo apt-get install clang-16)"
-	path_without qemu-system-aarch64
+	assert_eq "$OUT" "kcfi-lab: error: $cmd not found; install it with: ./run.sh setup (or: sudo apt-get install $pkg)"
+	qemu=$(arch_get arm64 qemu) qemu_pkg=$(arch_get arm64 qemu_package)
+	path_without "$qemu"
+	rm -f "$NO_PATH/apt-get"
+	cp "$TEST_TMP/path-without-$cmd/apt-get" "$NO_PATH/apt-get"
 	expect_exit 1 env PATH="$NO_PATH" KCFI_LAB_HOME="$TEST_TMP/h2" "$KCFI_LAB_ROOT/run.sh" arm64 --run true
-	[[ "$OUT" == *"qemu-system-aarch64 not found"*"apt-get install qemu-system-arm)" ]] || fail "unexpected: $OUT"
+	[[ "$OUT" == *"$qemu not found"*"apt-get install $qemu_pkg)" ]] || fail "unexpected: $OUT"
+	[ ! -e "$TEST_TMP/apt-calls" ] || fail "the test reached apt: $(cat "$TEST_TMP/apt-calls")"
+}
+
+# apt reads a name it does not know as a pattern: a package the host's
+# sources lack must be refused by name, before apt installs another one
+# (on a host without linux-source-6.1, that name finds linux-source-6.12).
+# A shim apt-get records what the lab asks of it; apt-cache is the host's.
+test_package_names_are_exact() {
+	local shims="$TEST_TMP/exact-shims" name
+	mkdir -p "$shims"
+	printf '#!/bin/sh\necho "apt-get $*" >>"%s/exact-apt-calls"\nexit 0\n' "$TEST_TMP" >"$shims/apt-get"
+	printf '#!/bin/sh\nexec "$@"\n' >"$shims/sudo"
+	chmod +x "$shims/apt-get" "$shims/sudo"
+	# A prefix of a real package's name, which apt would take as a pattern.
+	name=${DISTRO_PACKAGE%?}
+	# shellcheck disable=SC2016 # the inner bash expands $KCFI_LAB_ROOT
+	expect_exit 1 env PATH="$shims:$PATH" KCFI_LAB_HOME="$TEST_TMP/h-exact" bash -c \
+		'. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/setup.sh"; . "$KCFI_LAB_ROOT/lab/suites.sh"; install_packages "$1"' _ "$name"
+	assert_eq "$OUT" "kcfi-lab: installing $name
+kcfi-lab: error: the host's apt sources have no package named $name (lab/host/$LAB_HOST.conf names it); nothing was installed"
+	! grep -q ' install ' "$TEST_TMP/exact-apt-calls" || fail "apt-get install was called: $(cat "$TEST_TMP/exact-apt-calls")"
+}
+
+# A host the lab has no file for gets one line naming the host files,
+# before anything is installed or fetched.
+test_unknown_host_is_one_clear_line() {
+	local rel="$TEST_TMP/os-release" want
+	printf 'ID=somedistro\nVERSION_ID="7"\n' >"$rel"
+	expect_exit 1 env KCFI_LAB_OS_RELEASE="$rel" KCFI_LAB_HOME="$TEST_TMP/h-unknown" "$KCFI_LAB_ROOT/run.sh" setup
+	want="kcfi-lab: error: this host (somedistro-7, from $rel) has no file in lab/host/ (hosts: $(host_list))"
+	[[ "$OUT" == "$want"* ]] || fail "unexpected: $OUT"
+	assert_eq "$(printf '%s\n' "$OUT" | wc -l)" 1 "lines of the error"
+	# Commands that need no host knowledge still work there.
+	expect_exit 0 env KCFI_LAB_OS_RELEASE="$rel" KCFI_LAB_HOME="$TEST_TMP/h-unknown" "$KCFI_LAB_ROOT/run.sh" --help
 }
 
 test_gdb_port_taken_is_refused_early() {
@@ -115,15 +167,15 @@ test_gdb_port_taken_is_refused_early() {
 }
 
 test_kcfi_subcommand_agrees_with_clang() {
-	have clang-16 || skip "clang-16 is not installed (./run.sh setup)"
+	have "clang$KCFI_LAB_LLVM" || skip "clang$KCFI_LAB_LLVM is not installed (./run.sh setup)"
 	printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/f.c"
-	clang-16 -O2 -fsanitize=kcfi -c -o "$TEST_TMP/f.o" "$TEST_TMP/f.c"
+	"clang$KCFI_LAB_LLVM" -O2 -fsanitize=kcfi -c -o "$TEST_TMP/f.o" "$TEST_TMP/f.c"
 	local want got
-	want=$(llvm-objdump-16 -d --disassemble-symbols=__cfi_f "$TEST_TMP/f.o" |
+	want=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=__cfi_f "$TEST_TMP/f.o" |
 		sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p')
 	[ -n "$want" ] || fail "no preamble in clang's output"
 	got=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
-	assert_eq "$got" "0x$want" "kcfi hash vs clang-16"
+	assert_eq "$got" "0x$want" "kcfi hash vs clang$KCFI_LAB_LLVM"
 	expect_exit 2 lab kcfi frobnicate
 }
 

@@ -57,7 +57,7 @@ test_exercise_readme_states_time_and_needs() {
 }
 
 test_exercise_hash_fallback_matches_clang() {
-	have clang-16 || skip "clang-16 not installed"
+	have "clang$KCFI_LAB_LLVM" || skip "clang$KCFI_LAB_LLVM not installed (./run.sh setup)"
 	local proto got want
 	for proto in 'void (int *)' 'long (struct file *, unsigned int, unsigned long)' 'int (const char *, ...)'; do
 		# The Python xxHash64 of clang's own mangling, against clang's id.
@@ -124,7 +124,7 @@ test_lab_type_follows_the_kernel() {
 	local k want_tool want_vmlinux
 	# shellcheck disable=SC2016 # the inner bash expands $1
 	for k in $(exercise_kernels 02-preamble); do
-		want_tool="llvm-objdump${LAB_CONF["kernel/$k/llvm"]} "
+		want_tool="llvm-objdump${LAB_CONF["host/$k.llvm"]} "
 		want_vmlinux="$(KCFI_LAB_KERNEL=$k bash -c '. "$1/lab/common.sh"; build_dir x86_64' _ "$KCFI_LAB_ROOT")/vmlinux"
 		expect_exit 0 env KCFI_LAB_KERNEL="$k" bash -c '. "$1/lab/common.sh"; . "$1/lab/exercises.sh"; cmd_lab type 2' \
 			_ "$KCFI_LAB_ROOT" </dev/null
@@ -134,7 +134,7 @@ test_lab_type_follows_the_kernel() {
 }
 
 test_lab_progress_is_kept_per_user() {
-	have clang-16 || skip "clang-16 not installed"
+	have "clang$KCFI_LAB_LLVM" || skip "clang$KCFI_LAB_LLVM not installed (./run.sh setup)"
 	local answer
 	# Exercise 03 needs clang only, no kernel.
 	answer=$(KCFI_LAB_HOME="$TEST_TMP/lab-home" "$KCFI_LAB_ROOT/exercises/03-typeid/solution")

@@ -95,47 +95,103 @@ test_shape_check_finds_every_shape() {
 	tests/check-shapes.sh "$good" || fail "the fixed forms were flagged"
 }
 
-# Every arch and kernel fact of the machinery lives in lab/arch/ and
-# lab/kernel/: run.sh and lab/*.sh name no arch, alias, kernel version,
-# source package or compiler suffix.
-test_machinery_names_no_arch_or_kernel() {
+# machinery_files / host_free_files: what the name check reads. The
+# machinery names no arch, kernel, host, LLVM suffix or mirror; the
+# exercises, the C tool's build, tests and benches, whose subject is an
+# arch or a kernel, name no host, LLVM suffix or mirror.
+machinery_files() {
+	printf '%s\n' run.sh lab/*.sh lab/*.py exercises/lib.sh
+}
+
+host_free_files() {
+	local f
+	for f in exercises/[0-9]*/* lab/kcfi/Makefile lab/kcfi/tests/*.sh lab/kcfi/bench.sh \
+		tests/*.sh bench/*.sh gdb-scripts/*; do
+		# Prose and the check's own fixtures are not code.
+		case "$f" in
+		*.md | tests/check-arch-free.sh) continue ;;
+		esac
+		[ -f "$f" ] && ! [[ "$(file -b --mime-type "$f")" != text/* ]] && echo "$f"
+	done
+}
+
+# Every arch, kernel and host fact of the machinery lives in lab/arch/,
+# lab/kernel/ and lab/host/.
+test_machinery_names_no_arch_kernel_or_host() {
 	local -a files
-	files=(run.sh lab/*.sh)
-	[ "${#files[@]}" -gt 10 ] || fail "found only ${#files[@]} files"
-	tests/check-arch-free.sh "${files[@]}" || fail "arch or kernel knowledge outside lab/arch/ and lab/kernel/"
+	mapfile -t files < <(machinery_files)
+	[ "${#files[@]}" -gt 15 ] || fail "found only ${#files[@]} files"
+	tests/check-arch-free.sh "${files[@]}" || fail "arch, kernel or host knowledge outside lab/arch/, lab/kernel/ and lab/host/"
+}
+
+test_code_names_no_host_or_llvm_suffix() {
+	local -a files
+	mapfile -t files < <(host_free_files)
+	[ "${#files[@]}" -gt 40 ] || fail "found only ${#files[@]} files"
+	tests/check-arch-free.sh --host-only "${files[@]}" || fail "host or LLVM suffix knowledge outside lab/host/"
 }
 
 test_arch_check_finds_arch_names() {
 	# The check itself can fail: each kind of name it must find, and the
 	# forms it must leave alone, spelled from the data files.
-	local bad="$TEST_TMP/arch-bad.sh" good="$TEST_TMP/arch-good.sh" out rc=0
-	local f arch alias kernel pkg llvm n=0
+	local bad="$TEST_TMP/arch-bad.sh" good="$TEST_TMP/arch-good.sh" hostbad="$TEST_TMP/host-bad.sh" out rc=0
+	local f arch alias kernel pkg word n=0 h=0 ex first_arch
 	local -a aliases
 	# shellcheck disable=SC2016 # the samples are shell text
 	for f in lab/arch/*.conf; do
 		arch=$(basename "$f" .conf)
 		printf '[ "$arch" = %s ] && echo\n' "$arch"
-		n=$((n + 1))
+		# A name after a dash: a QEMU binary.
+		printf 'run qemu-system-%s\n' "$arch"
+		n=$((n + 2))
 		read -r -a aliases <<<"$(sed -n 's/^aliases=//p' "$f")"
 		for alias in "${aliases[@]}"; do
 			printf 'case $a in %s) ;; esac\n' "$alias"
 			n=$((n + 1))
 		done
 	done >"$bad"
+	ex=$(find exercises -maxdepth 1 -name '[0-9][0-9]-*' -printf '%f\n' | sort | sed -n 1p)
+	first_arch=$(find lab/arch -name '*.conf' -printf '%f\n' | sort | sed -n 1p)
+	first_arch=${first_arch%.conf}
 	for f in lab/kernel/*.conf; do
 		kernel=$(basename "$f" .conf)
 		pkg=$(sed -n 's/^source_package=//p' "$f")
-		llvm=$(sed -n 's/^llvm=//p' "$f")
-		printf 'echo "Linux %s"\napt-get install %s\nllvm-objdump%s -d x\n' "$kernel" "$pkg" "$llvm"
+		printf 'echo "Linux %s"\napt-get install %s\n' "$kernel" "$pkg"
+		# A kernel after an arch (a build directory), beside an exercise.
+		printf 'ls build/%s-%s exercises/%s\n' "$first_arch" "$kernel" "$ex"
 		n=$((n + 3))
 	done >>"$bad"
+	# Hosts, the suites they name, LLVM suffixes and a mirror.
+	for f in lab/host/*.conf; do
+		printf 'cat lab/host/%s.conf\n' "$(basename "$f" .conf)"
+		h=$((h + 1))
+		for word in $(sed -n -e 's/^suite=//p' -e 's/^[^=]*_suites=//p' "$f" | tr ' ' '\n' | sort -u); do
+			printf 'apt-get -t %s install x\n' "$word"
+			h=$((h + 1))
+		done
+		while read -r word; do
+			printf 'llvm-objdump%s -d x\n' "$word"
+			h=$((h + 1))
+		done < <(sed -n 's/^[^=]*[.]llvm=//p' "$f" | sort -u)
+	done >"$hostbad"
+	# (spelled in two parts: this file is checked too)
+	printf 'echo "deb %s//mirror.example.org/debian stable main"\n' http: >>"$hostbad"
+	h=$((h + 1))
+	cat "$hostbad" >>"$bad"
+	n=$((n + h))
 	out=$(tests/check-arch-free.sh "$bad") || rc=$?
 	assert_eq "$rc" 1 "exit status on arch names"
-	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$n" "lines found of $n"
+	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$n" "lines found of $n: $out"
+	rc=0
+	out=$(tests/check-arch-free.sh --host-only "$hostbad") || rc=$?
+	assert_eq "$rc" 1 "exit status on host names"
+	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$h" "host lines found of $h: $out"
 	for f in lab/arch/*.conf; do
-		printf '# %s in a comment\nlab_find 04-%s-check\necho %s_foo %sx\n' \
-			"$(basename "$f" .conf)" "$(basename "$f" .conf)" "$(basename "$f" .conf)" "$(basename "$f" .conf)"
+		printf '# %s in a comment\necho %s_foo %sx\n' \
+			"$(basename "$f" .conf)" "$(basename "$f" .conf)" "$(basename "$f" .conf)"
 	done >"$good"
+	# Every exercise's name (04-x86-check holds an arch's alias).
+	find exercises -maxdepth 1 -name '[0-9][0-9]-*' -printf 'lab_find %f\n' >>"$good"
 	echo 'cut -c1-16; echo v6.10 6.100' >>"$good"
 	tests/check-arch-free.sh "$good" || fail "names that are not arch knowledge were flagged"
 }
@@ -219,7 +275,15 @@ test_config_check_catches_dropped_option() {
 }
 
 test_host_tool_make_check() {
+	local var
 	[ -f lab/kcfi/Makefile ] || skip "lab/kcfi not present"
+	# make check compares with each arch's toolchain: on a machine where
+	# only the default kernel's was installed (./run.sh, then ./run.sh
+	# test --quick), the others are missing.
+	tool_toolchains
+	for var in $(tool_llvm_args); do
+		have "clang${var#*=}" || skip "clang${var#*=} is not installed (./run.sh setup --kernel of each kernel; ./run.sh test does it)"
+	done
 	# Where the lab builds the tool, so a warm home builds nothing.
 	tool_make check || fail "make -C lab/kcfi O=$LAB_TOOL_DIR check: $(tail -n 20 "$LAB_TOOL_LOG")"
 	tail -n 1 "$LAB_TOOL_LOG"
