@@ -179,11 +179,11 @@ test_arch_check_finds_arch_names() {
 	h=$((h + 1))
 	cat "$hostbad" >>"$bad"
 	n=$((n + h))
-	out=$(tests/check-arch-free.sh "$bad") || rc=$?
+	out=$("$KCFI_LAB_ROOT"/tests/check-arch-free.sh "$bad") || rc=$?
 	assert_eq "$rc" 1 "exit status on arch names"
 	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$n" "lines found of $n: $out"
 	rc=0
-	out=$(tests/check-arch-free.sh --host-only "$hostbad") || rc=$?
+	out=$("$KCFI_LAB_ROOT"/tests/check-arch-free.sh --host-only "$hostbad") || rc=$?
 	assert_eq "$rc" 1 "exit status on host names"
 	assert_eq "$(printf '%s\n' "$out" | grep -c .)" "$h" "host lines found of $h: $out"
 	for f in lab/arch/*.conf; do
