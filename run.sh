@@ -272,6 +272,11 @@ main() {
 	done
 	case "$timeout" in *[!0-9]*) usage_error "--timeout needs a number of seconds" ;; esac
 	case "$port" in *[!0-9]*) usage_error "--gdb-port needs a port number" ;; esac
+	if [ -n "$port" ] && { [ "${#port}" -gt 5 ] || [ "$((10#$port))" -lt 1 ] || [ "$((10#$port))" -gt 65535 ]; }; then
+		usage_error "--gdb-port takes a port from 1 to 65535, not $port"
+	fi
+	# A newline would end the kernel's command line and start QEMU options.
+	case "$append" in *[[:cntrl:]]*) usage_error "--append must not hold control characters (newlines, tabs)" ;; esac
 	[ -z "$timeout" ] || [ -n "$run_set" ] || usage_error "--timeout goes with --run (a scripted boot)"
 	[ -z "$port" ] || [ -n "$gdb" ] || usage_error "--gdb-port goes with --gdb"
 	case "$sub" in

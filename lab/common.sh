@@ -5,6 +5,11 @@
 
 KCFI_LAB_ROOT=${KCFI_LAB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 KCFI_LAB_HOME=${KCFI_LAB_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kcfi-lab}
+# Absolute: the lab and what it starts change directory.
+case "$KCFI_LAB_HOME" in
+/*) ;;
+*) KCFI_LAB_HOME="$PWD/$KCFI_LAB_HOME" ;;
+esac
 KCFI_LAB_BUNDLE=${KCFI_LAB_BUNDLE:-$KCFI_LAB_ROOT/kernel-branch.bundle}
 KCFI_LAB_JOBS=${KCFI_LAB_JOBS:-$(nproc)}
 
@@ -76,7 +81,11 @@ is_tty() {
 # lock_home: one run.sh at a time may change the state directory.
 # The lock is dropped when the process exits, or by unlock_home.
 lock_home() {
-	mkdir -p "$KCFI_LAB_HOME" "$LAB_STATE" "$LAB_LOGS"
+	[ ! -e "$KCFI_LAB_HOME" ] || [ -d "$KCFI_LAB_HOME" ] ||
+		die "KCFI_LAB_HOME ($KCFI_LAB_HOME) is not a directory; set it to a directory the lab may use"
+	if ! mkdir -p "$KCFI_LAB_HOME" "$LAB_STATE" "$LAB_LOGS" 2>/dev/null || [ ! -w "$KCFI_LAB_HOME" ]; then
+		die "cannot write to KCFI_LAB_HOME ($KCFI_LAB_HOME); set it to a directory the lab may use"
+	fi
 	exec 9>"$KCFI_LAB_HOME/.lock"
 	if ! flock -n 9; then
 		die "another run.sh is working in $KCFI_LAB_HOME (pid $(cat "$KCFI_LAB_HOME/.lock.pid" 2>/dev/null || echo '?')); wait for it to finish"

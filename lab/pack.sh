@@ -88,9 +88,10 @@ cmd_pack() {
 		[ -f "$(initramfs_image "$arch")" ] || die "no $arch initramfs; run: ./run.sh build $arch$LAB_KOPT"
 	done
 	stage=$(mktemp -d)
-	# The stage and a half-written pack go however pack ends.
-	# shellcheck disable=SC2064 # both are fixed now
-	trap "rm -rf '$stage' '$output.tmp'" EXIT
+	# The stage and a half-written pack go however pack ends. The paths
+	# are read when the trap runs, never parsed as code.
+	PACK_TRASH=("$stage" "$output.tmp")
+	trap 'rm -rf "${PACK_TRASH[@]}"' EXIT
 	local -a files=()
 	for arch in "$@"; do
 		mapfile -t -O "${#files[@]}" files < <(pack_files "$arch")
@@ -120,8 +121,8 @@ cmd_unpack() {
 	local file=$1 tmp want have
 	[ -f "$file" ] || die "no such pack: $file"
 	tmp=$(mktemp -d "$KCFI_LAB_HOME/unpack.XXXXXX")
-	# shellcheck disable=SC2064 # tmp is fixed now
-	trap "rm -rf '$tmp'" EXIT
+	UNPACK_TRASH=$tmp
+	trap 'rm -rf "$UNPACK_TRASH"' EXIT
 	tar -xzf "$file" -C "$tmp" 2>/dev/null || die "$file is not a KCFI Lab pack (tar could not read it)"
 	grep -qx "format: $PACK_FORMAT" "$tmp/MANIFEST" 2>/dev/null || die "$file is not a KCFI Lab pack (no $PACK_FORMAT manifest)"
 	# One pass over the files (a pack with --debs is 200 MB).

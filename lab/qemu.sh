@@ -105,7 +105,9 @@ qemu_args() {
 	local arch=$1 initrd=$2 mode=$3 append=$4 port=${5:-}
 	local -a accel
 	read -r -a accel <<<"$(accel_args "$arch")"
-	printf '%s\n' "$(qemu_binary "$arch")" "${accel[@]}" -m 256 -smp 1 -no-reboot \
+	# -nic none: the guest needs no network, and QEMU's default user
+	# network would reach every service on the host's loopback.
+	printf '%s\n' "$(qemu_binary "$arch")" "${accel[@]}" -m 256 -smp 1 -no-reboot -nic none \
 		-kernel "$(kernel_image "$arch")" -initrd "$initrd" \
 		-append "$(kernel_cmdline "$arch" "$mode" "$append")"
 	if [ -n "$port" ]; then
@@ -132,8 +134,8 @@ run_scripted() {
 	# block-buffered on its way (sed -u): a reader sees each line as the
 	# guest prints it.
 	cmd+=(-pidfile "$tmp/qemu.pid")
-	# shellcheck disable=SC2064 # tmp is fixed now
-	trap "stop_qemu '$tmp'" EXIT
+	QEMU_TMP=$tmp
+	trap 'stop_qemu "$QEMU_TMP"' EXIT
 	log=$(new_log "run-$arch")
 	info "booting $arch ($mode), running: $cmds (console log: $log)"
 	[ -n "$port" ] && info "QEMU is halted; gdbstub on 127.0.0.1:$port (target remote 127.0.0.1:$port)"
@@ -165,8 +167,8 @@ run_inline() {
 	qemu_args "$arch" "$initrd" "$mode" "$append" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
-	# shellcheck disable=SC2064 # tmp is fixed now
-	trap "stop_qemu '$tmp'" EXIT
+	QEMU_TMP=$tmp
+	trap 'stop_qemu "$QEMU_TMP"' EXIT
 	info "booting $arch ($mode); Ctrl-a x quits QEMU"
 	"${cmd[@]}" "${CONSOLE_ARGS[@]}" -pidfile "$tmp/qemu.pid" || rc=$?
 	stop_qemu "$tmp"

@@ -33,8 +33,8 @@ gdb_walk() {
 	mapfile -t extra < <(guest_args "$arch")
 	lab "$arch" ${extra[@]+"${extra[@]}"} --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE' >"$console" 2>&1 &
 	pid=$!
-	# shellcheck disable=SC2064 # the port is fixed now
-	trap "pkill -f 'tcp:127.0.0.1:$port' 2>/dev/null || true" EXIT
+	GDB_WALK_PORT=$port
+	trap 'pkill -f "tcp:127.0.0.1:$GDB_WALK_PORT" 2>/dev/null || true' EXIT
 	wait_listening "$port"
 	assert_loopback_only "$port"
 	cat >"$TEST_TMP/walk.gdb" <<-GDB

@@ -206,3 +206,42 @@ test_kcfi_tool_is_built_once_out_of_the_tree() {
 		fail "unexpected: $OUT"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
 }
+
+# Values from the command line and the environment are data, never code
+# or options: a newline in --append would start QEMU options, a port out
+# of range would be reported while QEMU listened elsewhere, and a quote
+# in KCFI_LAB_HOME ran the rest of its name as shell in a trap.
+test_user_values_are_checked_and_never_run() {
+	local home="$TEST_TMP/h'; touch '$TEST_TMP/INJECTED'; '" port
+	# Were a check to miss, the lab must not start a kernel import here.
+	export KCFI_LAB_TARBALL=/nonexistent
+	for port in 0 99999 65536; do
+		expect_exit 2 env KCFI_LAB_HOME="$TEST_TMP/h-values" "$KCFI_LAB_ROOT/run.sh" --gdb --gdb-port "$port" --run true
+		assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --gdb-port takes a port from 1 to 65535, not $port" "--gdb-port $port"
+	done
+	expect_exit 2 env KCFI_LAB_HOME="$TEST_TMP/h-values" "$KCFI_LAB_ROOT/run.sh" --append $'quiet\n-name INJECTED' --run true
+	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --append must not hold control characters (newlines, tabs)" "--append with a newline"
+	[ ! -e "$TEST_TMP/h-values" ] || fail "a refused command line created state"
+	# A home whose name holds a quote: unpack's cleanup runs nothing of it.
+	printf 'not a pack\n' >"$TEST_TMP/junk.tar.gz"
+	expect_exit 1 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$TEST_TMP/junk.tar.gz"
+	[[ "$OUT" == *"is not a KCFI Lab pack"* ]] || fail "unexpected: $OUT"
+	[ ! -e "$TEST_TMP/INJECTED" ] || fail "a quote in KCFI_LAB_HOME ran code"
+	[ -z "$(find "$home" -name 'unpack.*' 2>/dev/null)" ] || fail "unpack left its temporary directory"
+	# A relative home is made absolute; a home that is a file is one line.
+	expect_exit 0 env -C "$TEST_TMP" KCFI_LAB_HOME=rel-home "$KCFI_LAB_ROOT/run.sh" path
+	assert_eq "$OUT" "$TEST_TMP/rel-home" "a relative KCFI_LAB_HOME"
+	: >"$TEST_TMP/home-file"
+	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/home-file" "$KCFI_LAB_ROOT/run.sh" setup
+	assert_eq "$OUT" "kcfi-lab: error: KCFI_LAB_HOME ($TEST_TMP/home-file) is not a directory; set it to a directory the lab may use"
+}
+
+# The guest gets no network device: QEMU's default user network would
+# reach every service on the host's loopback through its gateway.
+test_guest_has_no_network() {
+	local args
+	args=$(bash -c '. "$1/lab/common.sh"; . "$1/lab/qemu.sh"; accel_args() { echo -accel tcg; }; qemu_args "$2" /dev/null strict ""' \
+		_ "$KCFI_LAB_ROOT" "$(kernel_get default_arch)" | paste -sd' ')
+	[[ " $args " == *" -nic none "* ]] || fail "QEMU gets a network: $args"
+	[[ " $args " != *" -netdev "* && " $args " != *" -net "* ]] || fail "QEMU gets a network: $args"
+}
