@@ -40,6 +40,14 @@ test_foreign_archive_signature_is_checked() {
 	[ -z "$(find "$home/apt-sig/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept without a signature check"
 }
 
+# host_apt_state: a checksum of the host's apt sources and dpkg status.
+host_apt_state() {
+	local f
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/dpkg/status; do
+		if [ -f "$f" ]; then cat "$f"; fi
+	done | sha256sum
+}
+
 # A host that takes a kernel's toolchain and source package from another
 # suite (Debian 13 takes 6.1's from Debian 12's archive): here, a copy of
 # this host's file that takes the default kernel's from this host's own
@@ -56,9 +64,9 @@ test_toolchain_and_source_from_another_suite() {
 	suite=$(host_get suite)
 	sed -i -e "s/^${LAB_KERNEL//./[.]}[.]toolchain_suites=.*/$LAB_KERNEL.toolchain_suites=$suite/" \
 		-e "s/^${LAB_KERNEL//./[.]}[.]source_suites=.*/$LAB_KERNEL.source_suites=$suite $suite-security/" "$conf"
-	before=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/dpkg/status 2>/dev/null | sha256sum)
+	before=$(host_apt_state)
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$root/run.sh" setup
-	after=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/dpkg/status 2>/dev/null | sha256sum)
+	after=$(host_apt_state)
 	assert_eq "$after" "$before" "the host's apt sources and dpkg status"
 	[[ "$OUT" == *"fetching $DISTRO_PACKAGE from $suite $suite-security"* ]] || fail "the source did not come from the suites: $OUT"
 	# The tarball the kernel file names, inside the home, and its version.
