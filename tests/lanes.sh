@@ -67,15 +67,16 @@ lane_start() {
 }
 
 # lane_run LOG CMD...: CMD in the lane, as root in /root/kcfi-lab with a
-# new user's environment (no KCFI_LAB_HOME: the default home), in a mount
-# namespace of its own (/proc, /sys, /dev, a /tmp and this machine's
-# compiler cache, which end with it). Output into LOG; returns CMD's
-# status.
+# new user's environment (no KCFI_LAB_HOME: the default home), in mount
+# and process namespaces of its own: /proc, /sys, /dev, a /tmp and this
+# machine's compiler cache are mounted for it alone, what it starts ends
+# with it, and its test suite's reaper sees its own processes only.
+# Output into LOG; returns CMD's status.
 lane_run() {
 	local log=$1
 	shift
 	# shellcheck disable=SC2016 # the script's own expansions
-	unshare --mount --propagation private -- bash -c '
+	unshare --mount --propagation private --pid --fork -- bash -c '
 		set -e
 		r=$1 ccache=$2
 		shift 2
