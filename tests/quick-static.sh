@@ -121,6 +121,10 @@ test_machinery_names_no_arch_kernel_or_host() {
 	local -a files
 	mapfile -t files < <(machinery_files)
 	[ "${#files[@]}" -gt 15 ] || fail "found only ${#files[@]} files"
+	# The pieces the check once missed: the exercises' library and the
+	# docs' listing checker.
+	[[ " ${files[*]} " == *" exercises/lib.sh "*" lab/doc-listings.py "* || " ${files[*]} " == *" lab/doc-listings.py "*" exercises/lib.sh "* ]] ||
+		fail "the machinery's files lack exercises/lib.sh or lab/doc-listings.py: ${files[*]}"
 	tests/check-arch-free.sh "${files[@]}" || fail "arch, kernel or host knowledge outside lab/arch/, lab/kernel/ and lab/host/"
 }
 
