@@ -31,6 +31,9 @@ ccache_args() {
 	have ccache || return 0
 	export CCACHE_DIR=${CCACHE_DIR:-$KCFI_LAB_HOME/ccache}
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
+	# The compiler by what it says it is, not by its file's time: a
+	# toolchain fetched into a new home is the same compiler.
+	export CCACHE_COMPILERCHECK=${CCACHE_COMPILERCHECK:-%compiler% --version}
 	echo "CC=ccache clang$KCFI_LAB_LLVM"
 }
 
