@@ -13,28 +13,28 @@ config_fragments() {
 
 kmake() {
 	local arch=$1 why
-	local -a cc=()
 	shift
 	why=$(kbuild_home_error)
 	[ -z "$why" ] || die "$why"
-	mapfile -t cc < <(ccache_args)
+	ccache_setup
 	make -C "$LAB_WORKTREE" O="$(build_dir "$arch")" ARCH="$(kbuild_arch "$arch")" \
-		LLVM="$KCFI_LAB_LLVM" "${cc[@]}" "$@"
+		LLVM="$KCFI_LAB_LLVM" ${KMAKE_CC[@]+"${KMAKE_CC[@]}"} "$@"
 }
 
-# ccache_args: make's CC= through ccache, when it is installed, with its
-# cache in the lab's home: a tree compiled before (a clean, a second
-# checkout's home on the same paths, the test suite's fresh-machine
-# lanes, which share it) compiles again in a fraction of the time.
-# CCACHE_* settings of the caller's environment are left alone.
-ccache_args() {
+# ccache_setup: KMAKE_CC is make's CC= through ccache, when it is
+# installed, with its cache in the lab's home: a tree compiled before (a
+# clean, a second checkout's home on the same paths, the test suite's
+# fresh-machine lanes, which share it) compiles again in a fraction of
+# the time. CCACHE_* settings of the caller's environment are left alone.
+ccache_setup() {
+	KMAKE_CC=()
 	have ccache || return 0
+	KMAKE_CC=("CC=ccache clang$KCFI_LAB_LLVM")
 	export CCACHE_DIR=${CCACHE_DIR:-$KCFI_LAB_HOME/ccache}
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
 	# The compiler by what it says it is, not by its file's time: a
 	# toolchain fetched into a new home is the same compiler.
 	export CCACHE_COMPILERCHECK=${CCACHE_COMPILERCHECK:-%compiler% --version}
-	echo "CC=ccache clang$KCFI_LAB_LLVM"
 }
 
 # requested_options FRAGMENT...: "CONFIG_X=VALUE" for every option set or
