@@ -133,6 +133,12 @@ host_get() {
 	printf '%s\n' "${LAB_CONF["host/$1"]}"
 }
 
+# toolchain_packages: the lab kernel's toolchain on this host, by the
+# host file's names, "PACKAGE:COMMAND" a line.
+toolchain_packages() {
+	host_get toolchain_packages | tr ' ' '\n' | sed '/^$/d' | sed "s/@llvm@/$KCFI_LAB_LLVM/g"
+}
+
 # host_arch_get ARCH KEY: this host's ARCH.KEY, empty when not set.
 host_arch_get() {
 	printf '%s\n' "${LAB_CONF["host/$1.$2"]:-}"

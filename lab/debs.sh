@@ -14,10 +14,10 @@ learner_packages() {
 	for arch in "$@"; do
 		arch_get "$arch" qemu_package
 	done
+	host_get learner_packages | tr ' ' '\n' | sed '/^$/d'
 	for entry in $(toolchain_packages); do
 		echo "${entry%%:*}"
 	done
-	host_get learner_packages | tr ' ' '\n' | sed '/^$/d'
 }
 
 # debs_fetch_opts DIR: a private apt state in DIR whose dpkg status is

@@ -19,11 +19,6 @@ lab_packages() {
 	host_get packages | tr ' ' '\n' | sed '/^$/d'
 }
 
-# toolchain_packages: the lab kernel's toolchain, "PACKAGE:COMMAND" a line.
-toolchain_packages() {
-	host_get toolchain_packages | tr ' ' '\n' | sed '/^$/d' | sed "s/@llvm@/$KCFI_LAB_LLVM/g"
-}
-
 package_installed() {
 	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
 }
