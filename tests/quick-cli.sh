@@ -182,7 +182,7 @@ test_kcfi_subcommand_agrees_with_clang() {
 test_kcfi_tool_is_built_once_out_of_the_tree() {
 	have make || skip "make is not installed (./run.sh setup)"
 	local home="$TEST_TMP/tool home" fake="$TEST_TMP/failing-make" tool
-	tool="$home/build/tool/kcfi"
+	tool="$home/$LAB_TOOL_REL/kcfi"
 	touch "$TEST_TMP/before"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
 	[ -x "$tool" ] || fail "no tool at $tool"
@@ -200,7 +200,7 @@ test_kcfi_tool_is_built_once_out_of_the_tree() {
 	expect_exit 0 env PATH="$fake:$PATH" KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
 	# Built from other sources: it is built again, and a failed build
 	# says so.
-	echo 0000 >"$home/build/tool/sources.sha256"
+	echo 0000 >"$home/$LAB_TOOL_REL/sources.sha256"
 	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" kcfi hash 'void (int *)'
 	[[ "$OUT" == *"make: no, not now"*"kcfi-lab: error: building the kcfi host tool failed"* ]] ||
 		fail "unexpected: $OUT"
