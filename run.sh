@@ -24,6 +24,10 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/tool.sh"
 # shellcheck source=lab/commands.sh
 . "$KCFI_LAB_ROOT/lab/commands.sh"
+# shellcheck source=lab/sign.sh
+. "$KCFI_LAB_ROOT/lab/sign.sh"
+# shellcheck source=lab/pack-check.sh
+. "$KCFI_LAB_ROOT/lab/pack-check.sh"
 # shellcheck source=lab/pack.sh
 . "$KCFI_LAB_ROOT/lab/pack.sh"
 # shellcheck source=lab/debs.sh
@@ -36,7 +40,8 @@ print_usage() {
 usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-tmux] [--run CMDS]
                 [--timeout SECONDS] [--append KERNEL-ARGS] [--gdb-port PORT] [--file PATH]
        ./run.sh setup [--tests] | prepare | build [ARCH...] | test [--quick] | status | clean [--all] | bundle
-       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs] | unpack FILE
+       ./run.sh lab [ARCH] [--instructor] | pack [ARCH...] [-o FILE] [--debs]
+       ./run.sh unpack FILE --key KEY
        ./run.sh kcfi hash|scan|site|func|decode|explain ARGS... | path | --help
 
   ARCH            $(arch_usage); default $(kernel_get default_arch)
@@ -63,7 +68,9 @@ usage: ./run.sh [ARCH] [--kernel VERSION] [--gdb] [--strict|--permissive] [--no-
   lab             the interactive lab: exercises, hints, checks (--instructor: solutions)
   pack            one archive with the built kernels for a classroom (default: both arches;
                   --debs: also the Debian packages a learner runs, for an offline install)
-  unpack FILE     install a pack: boot without building (and install its packages)
+                  (signed with the instructor's key, made on first use: FILE.sig)
+  unpack FILE     install a pack: boot without building (and install its packages);
+                  --key: the instructor's public key file or its fingerprint (SHA256:...)
   kcfi            the host tool: type ids, preambles, check sites (builds it first)
   path            print KCFI_LAB_HOME (export KCFI_LAB_HOME=\$(./run.sh path))
 
@@ -145,7 +152,7 @@ arch_kernel() {
 main() {
 	local arch="" mode=strict sub=boot
 	local gdb="" no_tmux="" run_set="" cmds="" timeout="" append="" port=""
-	local all="" debs="" output="" pack="" a tool kernel="" tests=""
+	local all="" debs="" output="" pack="" key="" a tool kernel="" tests=""
 	local -a args=() files=()
 	case "${1:-}" in
 	test)
@@ -244,6 +251,12 @@ main() {
 			option_of "$1" "$sub" pack
 			debs=1
 			;;
+		--key)
+			option_of "$1" "$sub" unpack
+			[ $# -ge 2 ] || usage_error "--key needs the instructor's public key file or fingerprint"
+			key=$2
+			shift
+			;;
 		-o)
 			option_of "$1" "$sub" pack
 			[ $# -ge 2 ] || usage_error "-o needs a file name"
@@ -305,7 +318,7 @@ main() {
 	unpack)
 		[ -n "$pack" ] || usage_error "unpack needs a pack file"
 		lock_home
-		cmd_unpack "$pack"
+		cmd_unpack "$pack" "$key"
 		;;
 	esac
 }

@@ -86,10 +86,17 @@ lock_home() {
 	if ! mkdir -p "$KCFI_LAB_HOME" "$LAB_STATE" "$LAB_LOGS" 2>/dev/null || [ ! -w "$KCFI_LAB_HOME" ]; then
 		die "cannot write to KCFI_LAB_HOME ($KCFI_LAB_HOME); set it to a directory the lab may use"
 	fi
-	exec 9>"$KCFI_LAB_HOME/.lock"
+	# The lock files are the lab's own: never opened through a link (a
+	# link to a file elsewhere would be written to).
+	local f
+	for f in "$KCFI_LAB_HOME/.lock" "$KCFI_LAB_HOME/.lock.pid"; do
+		[ ! -L "$f" ] || die "$f is a symbolic link, not the lab's lock; remove it"
+	done
+	exec 9>>"$KCFI_LAB_HOME/.lock"
 	if ! flock -n 9; then
 		die "another run.sh is working in $KCFI_LAB_HOME (pid $(cat "$KCFI_LAB_HOME/.lock.pid" 2>/dev/null || echo '?')); wait for it to finish"
 	fi
+	rm -f "$KCFI_LAB_HOME/.lock.pid"
 	echo "$$" >"$KCFI_LAB_HOME/.lock.pid"
 }
 

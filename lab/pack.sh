@@ -5,7 +5,7 @@
 # so that they do every exercise without importing the kernel. Sourced
 # by run.sh.
 
-PACK_FORMAT="kcfi-lab-pack 1"
+PACK_FORMAT="kcfi-lab-pack 2"
 # PACK_MANIFEST, the installed pack's manifest, is per kernel: kernel_paths.
 
 bundle_sha() {
@@ -66,6 +66,7 @@ write_manifest() {
 	echo "arches: $arches"
 	echo "created: $(date -u +%FT%TZ)"
 	echo "bundle-sha256: $(bundle_sha)"
+	echo "host: $LAB_HOST"
 	echo "distro: $DISTRO_PACKAGE $(distro_version)"
 	echo "lab-repo: $(git -C "$KCFI_LAB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	if [ -n "$debs" ]; then
@@ -90,7 +91,7 @@ cmd_pack() {
 	stage=$(mktemp -d)
 	# The stage and a half-written pack go however pack ends. The paths
 	# are read when the trap runs, never parsed as code.
-	PACK_TRASH=("$stage" "$output.tmp")
+	PACK_TRASH=("$stage" "$output.tmp" "$output.tmp.sig")
 	trap 'rm -rf "${PACK_TRASH[@]}"' EXIT
 	local -a files=()
 	for arch in "$@"; do
@@ -100,7 +101,7 @@ cmd_pack() {
 	# The lab's tool, built: the exercises' checkers and the gdb commands
 	# use it, and a learner's machine may have no C compiler.
 	build_tool || die "building the kcfi host tool failed: $(tail -n 3 "$LAB_TOOL_LOG")"
-	files+=("build/tool/kcfi" "build/tool/sources.sha256")
+	files+=("$LAB_TOOL_REL/kcfi" "$LAB_TOOL_REL/sources.sha256")
 	if [ -n "$debs" ]; then
 		debs_fetch "$@"
 		mapfile -t -O "${#files[@]}" files < <(cd "$KCFI_LAB_HOME" && find debs -type f | LC_ALL=C sort)
@@ -109,21 +110,32 @@ cmd_pack() {
 	(cd "$KCFI_LAB_HOME" && sha256sum "${files[@]}") >"$stage/SHA256SUMS"
 	(cd "$stage" && sha256sum MANIFEST) >>"$stage/SHA256SUMS"
 	info "packing $* into $output"
-	tar -czhf "$output.tmp" -C "$stage" MANIFEST SHA256SUMS -C "$KCFI_LAB_HOME" "${files[@]}"
+	tar -czh --hard-dereference -f "$output.tmp" -C "$stage" MANIFEST SHA256SUMS -C "$KCFI_LAB_HOME" "${files[@]}"
+	pack_sign "$output.tmp"
+	mv "$output.tmp.sig" "$output.sig"
 	mv "$output.tmp" "$output"
 	rm -rf "$stage"
 	trap - EXIT
-	info "wrote $output ($(du -h "$output" | cut -f1))"
+	info "wrote $output ($(du -h "$output" | cut -f1)) and its signature $output.sig"
+	info "signed with the instructor's key $(key_fingerprint "$(pack_key).pub") ($(pack_key).pub)"
+	info "learners: ./run.sh unpack ${output##*/} --key $(key_fingerprint "$(pack_key).pub")"
 }
 
-# cmd_unpack FILE: verify a pack and install it into KCFI_LAB_HOME.
+# cmd_unpack FILE KEY: verify FILE's signature by KEY (a public key file
+# or a fingerprint), then what it holds, then install it into
+# KCFI_LAB_HOME. Nothing of the pack is read before the signature holds,
+# and nothing is written into the home before every check passed.
 cmd_unpack() {
-	local file=$1 tmp want have
+	local file=$1 key=$2 tmp want have
 	[ -f "$file" ] || die "no such pack: $file"
+	[ -n "$key" ] || die "unpack needs the instructor's key: --key FILE.pub or --key SHA256:... (pack prints it)"
+	pack_verify "$file" "$key"
+	pack_check_members "$file"
 	tmp=$(mktemp -d "$KCFI_LAB_HOME/unpack.XXXXXX")
 	UNPACK_TRASH=$tmp
 	trap 'rm -rf "$UNPACK_TRASH"' EXIT
-	tar -xzf "$file" -C "$tmp" 2>/dev/null || die "$file is not a KCFI Lab pack (tar could not read it)"
+	tar -xzf "$file" -C "$tmp" --no-same-owner --no-same-permissions 2>/dev/null ||
+		die "$file is not a KCFI Lab pack (tar could not read it)"
 	grep -qx "format: $PACK_FORMAT" "$tmp/MANIFEST" 2>/dev/null || die "$file is not a KCFI Lab pack (no $PACK_FORMAT manifest)"
 	# One pass over the files (a pack with --debs is 200 MB).
 	local bad sums rc=0
@@ -145,8 +157,12 @@ cmd_unpack() {
 		host_arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 		[ "${debs%%,*}" = "$host_arch" ] ||
 			die "$file carries packages for ${debs%%,*}, this machine is $host_arch; use a pack made on a $host_arch machine"
-		rm -rf "$DEBS_DIR"
+		want=$(sed -n 's/^host: //p' "$tmp/MANIFEST")
+		[ "$want" = "$LAB_HOST" ] ||
+			die "$file carries packages for ${want:-another host}, this machine is $LAB_HOST; use a pack made on a $LAB_HOST machine"
 	fi
+	pack_check_home "$tmp"
+	[ -z "$debs" ] || rm -rf "$DEBS_DIR"
 	rm -f "$tmp/SHA256SUMS"
 	mv -f "$tmp/MANIFEST" "$PACK_MANIFEST.new"
 	# A home with the kernel's repository keeps its own worktree.
@@ -166,7 +182,9 @@ cmd_unpack() {
 	[ -d "$LAB_GIT" ] || [ ! -d "$tmp/worktree$LAB_SUFFIX" ] || pack_worktree_git
 	mv -f "$PACK_MANIFEST.new" "$PACK_MANIFEST"
 	info "installed the pack into $KCFI_LAB_HOME: Linux $LAB_KERNEL, $(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
-	[ -z "$debs" ] || debs_install
+	local -a arches
+	read -r -a arches <<<"$(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
+	[ -z "$debs" ] || debs_install "${arches[@]}"
 }
 
 # pack_worktree_git: the lab's kernel commits in a pack's worktree, from

@@ -6,6 +6,9 @@
 # and the host's apt sources, lists and dpkg stay as they are. Nothing
 # is installed: the packages are unpacked. Sourced by run.sh.
 
+# SUITE_APT_EXTRA: more apt options for the next suite_state.
+SUITE_APT_EXTRA=()
+
 # suite_mirror SUITE: the URI the host's apt fetches the suite with
 # SUITE's ending from (bookworm-security: the host's -security mirror);
 # for a suite the host has no counterpart of (-backports), the archive
@@ -71,6 +74,7 @@ suite_state() {
 	mv "$dir/sources.list.tmp" "$dir/sources.list"
 	log=$(new_log "apt-${dir##*/}")
 	mapfile -t SUITE_OPTS < <(suite_apt_opts "$dir" "$debarch" "$dir/status")
+	SUITE_OPTS+=("${SUITE_APT_EXTRA[@]}")
 	if ! apt-get "${SUITE_OPTS[@]}" update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
 		die "apt-get update of $* failed or was not verified (log: $log)"
 	fi

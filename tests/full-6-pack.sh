@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Classroom packs: pack, unpack into a fresh home, boot without building.
 
+# instructor_key: the public key the lab's home signs its packs with.
+instructor_key() {
+	echo "$KCFI_LAB_HOME/keys/instructor.pub"
+}
+
 make_pack() {
 	PACK="$TEST_TMP/pack both.tar.gz"
 	[ -f "$PACK" ] && return
@@ -12,7 +17,7 @@ test_pack_unpack_boots_without_building() {
 	make_pack
 	local home="$TEST_TMP/learner home" start
 	start=$SECONDS
-	KCFI_LAB_HOME="$home" lab unpack "$PACK"
+	KCFI_LAB_HOME="$home" lab unpack "$PACK" --key "$(instructor_key)"
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" --run 'lkdtm CFI_FORWARD_PROTO; echo ALIVE'
 	echo "unpack to first oops: $((SECONDS - start)) s; pack: $(stat -c %s "$PACK") bytes"
 	[[ "$OUT" == *"using the x86_64 kernel from the pack"* ]] || fail "did not boot from the pack: $OUT"
@@ -60,7 +65,7 @@ test_pack_home_passes_every_exercise() {
 	# sources and the module build tree the pack carries.
 	make_pack
 	local home="$TEST_TMP/pack-only" out="$TEST_TMP/pack-instructor.log" rc=0 name arch want=0
-	KCFI_LAB_HOME="$home" lab unpack "$PACK"
+	KCFI_LAB_HOME="$home" lab unpack "$PACK" --key "$(instructor_key)"
 	[ ! -e "$home/linux.git" ] || fail "the pack user got a kernel import"
 	assert_eq "$(git -C "$home/worktree" log --format=%s distro..HEAD)" \
 		"$(git -C "$LAB_WORKTREE" log --format=%s distro..HEAD)" "the pack worktree's lab commits"
@@ -109,12 +114,18 @@ test_damaged_pack_is_refused() {
 	tar -xzf "$PACK" -C "$stage"
 	printf 'X' | dd of="$stage/initramfs/x86_64.cpio.gz" bs=1 seek=100 conv=notrunc 2>/dev/null
 	tar -czf "$bad" -C "$stage" .
-	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h-bad" "$KCFI_LAB_ROOT/run.sh" unpack "$bad"
+	# Damaged before it was signed (on the instructor's disk): the
+	# signature holds, the checksums do not.
+	rm -f "$bad.sig"
+	ssh-keygen -q -Y sign -f "${KCFI_LAB_HOME}/keys/instructor" -n kcfi-lab-pack "$bad"
+	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h-bad" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
 	assert_eq "$OUT" "kcfi-lab: error: $bad is damaged: checksum mismatch in initramfs/x86_64.cpio.gz; copy it again"
 	[ ! -e "$TEST_TMP/h-bad/build" ] || fail "a damaged pack was partly installed"
+	# Damaged on the way (cut short): the signature no longer holds.
 	head -c 4096 "$PACK" >"$bad"
-	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h-bad" "$KCFI_LAB_ROOT/run.sh" unpack "$bad"
-	[[ "$OUT" == "kcfi-lab: error: $bad is not a KCFI Lab pack"* ]] || fail "unexpected: $OUT"
+	cp "$PACK.sig" "$bad.sig"
+	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h-bad" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
+	assert_eq "$OUT" "kcfi-lab: error: $bad does not match its signature $bad.sig: do not use it; copy both files again"
 }
 
 test_pack_for_another_branch_is_refused() {
@@ -122,7 +133,7 @@ test_pack_for_another_branch_is_refused() {
 	local other="$TEST_TMP/other.bundle"
 	cp "$KCFI_LAB_ROOT/kernel-branch.bundle" "$other"
 	echo >>"$other"
-	expect_exit 1 env KCFI_LAB_BUNDLE="$other" KCFI_LAB_HOME="$TEST_TMP/h-other" "$KCFI_LAB_ROOT/run.sh" unpack "$PACK"
+	expect_exit 1 env KCFI_LAB_BUNDLE="$other" KCFI_LAB_HOME="$TEST_TMP/h-other" "$KCFI_LAB_ROOT/run.sh" unpack "$PACK" --key "$(instructor_key)"
 	[[ "$OUT" == *"was built from another kernel branch"* ]] || fail "unexpected: $OUT"
 }
 
@@ -139,7 +150,7 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	learner=$(bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; learner_packages x86_64' | paste -sd' ')
 	[[ " $learner " == *" qemu-system-x86 "*" gdb-multiarch "*" llvm$KCFI_LAB_LLVM "* ]] || fail "learner packages: $learner"
 	lab pack x86_64 --debs -o "$pack"
-	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack" --key "$(instructor_key)"
 	# Here the packages are installed, so unpack has nothing to do.
 	[[ "$OUT" == *"the pack's packages are installed already: $learner"* ]] || fail "unexpected: $OUT"
 	assert_grep "^debs: [a-z0-9]+, [0-9]+ packages for $learner\$" "$home/pack.manifest"
@@ -149,6 +160,13 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	local -a opts
 	mapfile -t opts < <(KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; debs_repo_opts "$DEBS_DIR" "$1"' _ "$state")
 	[ "${#opts[@]}" -gt 0 ] || fail "no apt options for the pack's repository"
+	# apt checks the pack's repository against Debian's keyring, as the
+	# host file names it: no line turns that off.
+	local keyring
+	keyring=$(host_get keyring)
+	assert_no_grep 'trusted=|allow-insecure' "$state/sources.list"
+	assert_eq "$(grep -vc "^deb \[signed-by=$keyring check-valid-until=no\] file:" "$state/sources.list")" 0 "lines not signed by $keyring"
+	assert_grep "^deb .* $(host_get suite) main\$" "$state/sources.list" "the host's suite"
 	: >"$state/status"
 	opts+=(-o "Dir::State::status=$state/status" -o Debug::NoLocking=1)
 	local -a pkgs
@@ -184,8 +202,9 @@ fake_host() {
 		[ "$1" = -u ] && { echo 1000; exit 0; }
 		exec /usr/bin/id "$@"
 	SH
+	# apt-get records every call and runs the real one, except an install.
 	# shellcheck disable=SC2016 # $* and $@ are the shims' own
-	printf '#!/bin/sh\necho "apt-get $*" >>"%s/calls"\n' "$dir" >"$dir/apt-get"
+	printf '#!/bin/sh\necho "apt-get $*" >>"%s/calls"\ncase " $* " in *" install -y "*) exit 0 ;; esac\nexec /usr/bin/apt-get "$@"\n' "$dir" >"$dir/apt-get"
 	if [ "${2:-}" = sudo ]; then
 		# shellcheck disable=SC2016 # $1 and $@ are the shim's own
 		printf '#!/bin/sh\necho "sudo $1" >>"%s/calls"\nexec "$@"\n' "$dir" >"$dir/sudo"
@@ -204,21 +223,71 @@ test_unpack_installs_missing_packages_offline() {
 		lab pack x86_64 --debs -o "$pack"
 	}
 	fake_host "$fake" sudo
-	expect_exit 0 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/sudo home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
-	[[ "$OUT" == *"kcfi-lab: installing tmux from the pack (no network)"* ]] || fail "unexpected: $OUT"
+	expect_exit 0 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/sudo home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack" --key "$(instructor_key)"
+	[[ "$OUT" == *"kcfi-lab: installing tmux from the pack (no network; verified by apt)"* ]] || fail "unexpected: $OUT"
 	cat "$fake/calls"
-	assert_grep '^sudo apt-get$' "$fake/calls" "apt-get update through sudo"
 	assert_grep '^sudo env$' "$fake/calls" "apt-get install through sudo"
 	assert_grep "^apt-get .*-o Dir::Etc::SourceList=$TEST_TMP/sudo home/apt-offline/sources.list .* update\$" "$fake/calls"
 	assert_grep '^apt-get .* install -y -q --no-install-recommends tmux$' "$fake/calls" "only the missing package"
-	assert_eq "$(cat "$TEST_TMP/sudo home/apt-offline/sources.list")" \
-		"deb [trusted=yes] file:${TEST_TMP// /%20}/sudo%20home/debs ./" "the pack's repository as the only source"
+	assert_eq "$(sed -n 's|^deb \[[^]]*\] file:\([^ ]*\) .*|\1|p' "$TEST_TMP/sudo home/apt-offline/sources.list" | sed 's|/repo/.*||' | sort -u)" \
+		"${TEST_TMP// /%20}/sudo%20home/debs" "the pack's repository as the only source"
 
 	rm -rf "$fake"
 	fake_host "$fake"
-	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/user home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack"
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/user home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack" --key "$(instructor_key)"
 	[[ "$OUT" == *"kcfi-lab: error: installing tmux from the pack needs root; run the same unpack as root" ]] ||
 		fail "unexpected: $OUT"
 	[ ! -e "$fake/calls" ] || fail "apt-get ran without root: $(cat "$fake/calls")"
 	[ -f "$TEST_TMP/user home/build/x86_64/vmlinux" ] || fail "the kernels were not unpacked"
+}
+
+# reseal_debs_pack STAGE OUT: OUT, the pack in STAGE with its checksums
+# made anew and signed with the instructor's key (a signed pack whose
+# Debian packages were tampered with before it was signed).
+reseal_debs_pack() {
+	seal_pack "$1" "$2"
+	ssh-keygen -q -Y sign -f "$KCFI_LAB_HOME/keys/instructor" -n kcfi-lab-pack "$2"
+}
+
+test_pack_debs_are_verified_by_apt() {
+	# Even a signed pack's Debian packages install only as Debian signed
+	# them: a changed InRelease and a swapped .deb are refused, by
+	# name, and apt installs nothing.
+	have apt-get || skip "apt-get not found"
+	local pack="$TEST_TMP/pack debs.tar.gz" fake="$TEST_TMP/fake verify host" stage="$TEST_TMP/debs stage"
+	local bad="$TEST_TMP/bad debs.tar.gz" release deb other
+	[ -f "$pack" ] || {
+		lab build x86_64
+		lab pack x86_64 --debs -o "$pack"
+	}
+	rm -rf "$stage"
+	mkdir -p "$stage"
+	tar -xzf "$pack" -C "$stage"
+	# One line of the archive's InRelease changed.
+	release=$(find "$stage/debs/repo" -path "*/dists/$(host_get suite)/InRelease")
+	[ -f "$release" ] || fail "no InRelease of $(host_get suite) in the pack"
+	cp "$release" "$TEST_TMP/InRelease.orig"
+	sed 's/^Origin: Debian$/Origin: Debiam/' "$TEST_TMP/InRelease.orig" >"$release"
+	! cmp -s "$release" "$TEST_TMP/InRelease.orig" || fail "the InRelease did not change"
+	reseal_debs_pack "$stage" "$bad"
+	rm -rf "$fake"
+	fake_host "$fake" sudo
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/verify home" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
+	[[ "$OUT" == *"kcfi-lab: error: the pack's package index is not signed by Debian's keys as this host knows them: nothing installed (log: "* ]] ||
+		fail "unexpected: $OUT"
+	assert_no_grep ' install ' "$fake/calls" "an install"
+	# tmux's .deb swapped for another package's.
+	cp "$TEST_TMP/InRelease.orig" "$release"
+	deb=$(find "$stage/debs/repo" -name 'tmux_*.deb')
+	other=$(find "$stage/debs/repo" -name 'make_*.deb' -print -quit)
+	if [ ! -f "$deb" ] || [ ! -f "$other" ]; then
+		fail "no tmux or make package in the pack"
+	fi
+	cp "$other" "$deb"
+	reseal_debs_pack "$stage" "$bad"
+	rm -rf "$fake" "$TEST_TMP/verify home"
+	fake_host "$fake" sudo
+	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/verify home" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
+	assert_eq "$OUT" "kcfi-lab: error: the pack's tmux (${deb##*/}) is not the package Debian's signed index names: nothing installed"
+	assert_no_grep ' install ' "$fake/calls" "an install"
 }
