@@ -181,6 +181,29 @@ test_reap_spares_the_side_lanes_processes() {
 	grep -q "^$pid " <<<"$listed_main" || fail "lab_processes misses a gdb-multiarch on the lab's files"
 }
 
+# A learner's QEMU in the same home, started by hand while the suite
+# runs, is the learner's: only what this run started is reaped.
+test_reap_spares_a_learners_processes() {
+	local mine theirs listed dir="$TEST_TMP/learner-qemu"
+	mkdir -p "$dir"
+	ln -sf "$(command -v sleep)" "$dir/qemu-system-x86_64"
+	(exec -a "$KCFI_LAB_HOME/build/x86_64/qemu-system-x86_64" "$dir/qemu-system-x86_64" 120) &
+	mine=$!
+	(
+		unset KCFI_LAB_TEST_RUN
+		exec -a "$KCFI_LAB_HOME/build/x86_64/qemu-system-x86_64" "$dir/qemu-system-x86_64" 120
+	) &
+	theirs=$!
+	# The reaper of the checkout under test, as the suite loads it.
+	# shellcheck disable=SC2016 # expanded by that bash
+	listed=$(bash -c '. "$KCFI_LAB_ROOT/tests/lib.sh"; . "$KCFI_LAB_ROOT/tests/reap.sh"; lab_processes')
+	kill "$mine" "$theirs"
+	grep -q "^$mine " <<<"$listed" || fail "lab_processes misses a QEMU this run started"
+	if grep -q "^$theirs " <<<"$listed"; then
+		fail "lab_processes lists a QEMU this run did not start"
+	fi
+}
+
 test_reap_goes_by_what_runs_not_by_its_arguments() {
 	local pid listed
 	bash -c 'sleep 120; :' lookalike /usr/bin/tmux /usr/bin/qemu-system-x86_64 "$TEST_TMP/lookalike" &
