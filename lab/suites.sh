@@ -50,12 +50,16 @@ suite_sources() {
 # suite_apt_opts DIR DEBARCH STATUS: apt's options for the private state
 # in DIR, for packages of DEBARCH, resolving against dpkg status file
 # STATUS (an empty one: as on a machine with nothing installed).
+# A Release file past its Valid-Until, or dated in the future, is
+# refused whatever the host's apt configuration says (a host may turn
+# those checks off for a snapshot mirror of its own).
 suite_apt_opts() {
 	printf '%s\n' -o "Dir::State=$1" -o "Dir::State::Lists=$1/lists" \
 		-o "Dir::State::status=$3" -o "Dir::Cache=$1/cache" \
 		-o "Dir::Etc::SourceList=$1/sources.list" -o "Dir::Etc::SourceParts=$1/sources.list.d" \
 		-o "APT::Architecture=$2" -o "APT::Architectures::=$2" \
-		-o Debug::NoLocking=1 -o APT::Sandbox::User=root
+		-o Debug::NoLocking=1 -o APT::Sandbox::User=root \
+		-o Acquire::Check-Valid-Until=true -o Acquire::Check-Date=true
 }
 
 # suite_state DIR DEBARCH SUITE...: a private apt state in DIR whose only

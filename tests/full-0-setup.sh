@@ -40,6 +40,77 @@ test_foreign_archive_signature_is_checked() {
 	[ -z "$(find "$home/apt-sig/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept without a signature check"
 }
 
+# test_mirror DIR SUITE VALID-UNTIL: a Debian-style archive in DIR/mirror
+# with an empty SUITE, its InRelease valid until VALID-UNTIL (a date(1)
+# expression) and signed by a new key of the test's (keyring
+# DIR/mirror.gpg); an apt configuration DIR/apt.conf whose only source it
+# is. gpg works in a short directory of its own (its agent's socket
+# path has a length limit) and leaves nothing behind.
+test_mirror() {
+	local dir=$1 suite=$2 until=$3 debarch m gnupg f
+	debarch=$(dpkg --print-architecture)
+	m="$dir/mirror/dists/$suite"
+	rm -rf "$m"
+	mkdir -p "$m/main/binary-$debarch" "$dir/parts"
+	: >"$m/main/binary-$debarch/Packages"
+	xz -k "$m/main/binary-$debarch/Packages"
+	{
+		echo "Origin: KCFI Lab test"
+		echo "Suite: $suite"
+		echo "Codename: $suite"
+		echo "Date: $(LC_ALL=C date -u -R -d '2 days ago')"
+		echo "Valid-Until: $(LC_ALL=C date -u -R -d "$until")"
+		echo "Architectures: $debarch"
+		echo "Components: main"
+		echo "SHA256:"
+		for f in Packages Packages.xz; do
+			printf ' %s %s main/binary-%s/%s\n' "$(sha256sum <"$m/main/binary-$debarch/$f" | cut -d' ' -f1)" \
+				"$(stat -c %s "$m/main/binary-$debarch/$f")" "$debarch" "$f"
+		done
+	} >"$m/Release"
+	gnupg=$(mktemp -d /tmp/kcfi-gpg.XXXXXX)
+	local -a gpg=(gpg --homedir "$gnupg" --batch --pinentry-mode loopback --passphrase '')
+	if "${gpg[@]}" --quick-gen-key "KCFI Lab test mirror" ed25519 sign never >>"$dir/gpg.log" 2>&1 &&
+		"${gpg[@]}" --export >"$dir/mirror.gpg" 2>>"$dir/gpg.log" &&
+		"${gpg[@]}" --yes --clearsign -o "$m/InRelease" "$m/Release" >>"$dir/gpg.log" 2>&1; then
+		f=ok
+	fi
+	gpgconf --homedir "$gnupg" --kill gpg-agent 2>/dev/null || true
+	rm -rf "$gnupg"
+	[ "${f:-}" = ok ] || fail "gpg: $(tail -n 3 "$dir/gpg.log")"
+	echo "deb [signed-by=$dir/mirror.gpg] file:$dir/mirror $suite main" >"$dir/sources.list"
+	printf 'Dir::Etc::SourceList "%s";\nDir::Etc::SourceParts "%s";\n' "$dir/sources.list" "$dir/parts" >"$dir/apt.conf"
+}
+
+# A mirror's stale answer (a Release file past its Valid-Until, as a
+# mirror that stopped syncing or replays an old one gives) is an error
+# and nothing arrives, even on a host whose apt configuration turns that
+# check off; the same mirror, fresh, is used.
+test_stale_mirror_answer_is_refused() {
+	have gpg || skip "gpg is not installed"
+	local dir="$TEST_TMP/stale" root="$TEST_TMP/stale-root" home="$TEST_TMP/stale-home" out rc=0
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
+	mkdir -p "$dir" "$root"
+	cp -r "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/run.sh" "$root/"
+	test_mirror "$dir" labtest '1 day ago'
+	sed -i -e "s|^keyring=.*|keyring=$dir/mirror.gpg|" -e "s|^suite=.*|suite=labtest|" "$root/lab/host/$LAB_HOST.conf"
+	# As this host may have it: Valid-Until not checked.
+	printf 'Acquire::Check-Valid-Until "false";\nAcquire::Check-Date "false";\n' >"$dir/parts/relaxed.conf"
+	printf '#include "%s";\n' "$dir/parts/relaxed.conf" >>"$dir/apt.conf"
+	# shellcheck disable=SC2016 # expanded by that bash
+	local script='set -euo pipefail; . "$1/lab/common.sh"; . "$1/lab/setup.sh"; . "$1/lab/suites.sh"; suite_state "$2/apt-stale" "$(dpkg --print-architecture)" labtest; echo REACHED'
+	out=$(APT_CONFIG="$dir/apt.conf" KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c "$script" _ "$root" "$home" 2>&1) || rc=$?
+	assert_eq "$rc" 1 "exit status with a stale Release file"
+	[[ "$out" == *"apt-get update of labtest failed or was not verified (log: "* && "$out" != *REACHED* ]] || fail "a stale Release file was used: $out"
+	assert_grep 'expired' "$(printf '%s\n' "$out" | sed -n 's/.*(log: \(.*\))$/\1/p' | sed -n 1p)" "apt's word for a stale Release"
+	[ -z "$(find "$home/apt-stale/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept from a stale Release"
+	test_mirror "$dir" labtest '5 days'
+	rc=0
+	out=$(APT_CONFIG="$dir/apt.conf" KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c "$script" _ "$root" "$home" 2>&1) || rc=$?
+	assert_eq "$rc" 0 "exit status with the same mirror, fresh: $out"
+	[[ "$out" == *REACHED* ]] || fail "the fresh mirror was not used: $out"
+}
+
 # host_apt_state: a checksum of the host's apt sources and dpkg status.
 host_apt_state() {
 	local f
