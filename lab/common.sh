@@ -25,6 +25,26 @@ info() {
 	printf 'kcfi-lab: %s\n' "$*" >&2
 }
 
+# progress LABEL TEXT: where a long step is. On a terminal (and in
+# tmux), one line on standard error that updates in place; otherwise
+# (CI, a pipe) a plain "kcfi-lab: LABEL: TEXT" line at most every
+# KCFI_LAB_PROGRESS_SECONDS (30) seconds. progress_end clears the line.
+progress() {
+	if [ -t 2 ]; then
+		printf '\r\033[K[%s] %s' "$1" "$2" >&2
+		return 0
+	fi
+	if [ -z "${PROGRESS_LAST:-}" ] || [ $((SECONDS - PROGRESS_LAST)) -ge "${KCFI_LAB_PROGRESS_SECONDS:-30}" ]; then
+		PROGRESS_LAST=$SECONDS
+		printf 'kcfi-lab: %s: %s\n' "$1" "$2" >&2
+	fi
+}
+
+progress_end() {
+	PROGRESS_LAST=""
+	[ ! -t 2 ] || printf '\r\033[K' >&2
+}
+
 warn() {
 	printf 'kcfi-lab: warning: %s\n' "$*" >&2
 }

@@ -67,3 +67,33 @@ test_initramfs_is_reproducible() {
 	lab build x86_64
 	assert_eq "$(sha256sum <"$img")" "$sum" "initramfs checksum after a rebuild"
 }
+
+# tree_listing_of_tar TARBALL: "MODE SIZE PATH" of each file of the
+# tarball as tar lists it (its top directory off): 644 or 755 as git
+# keeps modes, a link's size the length of its target.
+tree_listing_of_tar() {
+	tar -tvf "$1" --quoting-style=literal | awk '
+		{ type = substr($1, 1, 1); perm = $1; size = $3
+		  sub(/^[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "")
+		  sub(/^[^\/]*\//, "") }
+		$0 == "" || type == "d" { next }
+		type == "l" { n = index($0, " -> "); print "120000", length(substr($0, n + 4)), substr($0, 1, n - 1); next }
+		type == "-" { print (perm ~ /x/ ? "100755" : "100644"), size, $0 }' | LC_ALL=C sort
+}
+
+# The import, run again into a repository of its own, is the tarball:
+# every path, mode and size as tar itself lists them, and the very
+# commit the suite's home holds for the same package version.
+test_import_is_the_tarball() {
+	local home="$TEST_TMP/import home" commit
+	[ -f "$DISTRO_TARBALL" ] || skip "no $DISTRO_TARBALL (./run.sh setup)"
+	# shellcheck disable=SC2016 # expanded by that bash
+	KCFI_LAB_HOME="$home" bash -c '. "$1/lab/common.sh"; . "$1/lab/kernel-branch.sh"; lock_home; import_distro' _ "$KCFI_LAB_ROOT" ||
+		fail "the import failed"
+	commit=$(git --git-dir="$home/linux.git" rev-parse "refs/tags/$(distro_tag)")
+	assert_eq "$(git --git-dir="$home/linux.git" ls-tree -r -l "$commit" |
+		awk -F '\t' '{ split($1, f, " "); print f[1], f[4], $2 }' | LC_ALL=C sort | sha256sum)" \
+		"$(tree_listing_of_tar "$DISTRO_TARBALL" | sha256sum)" "the imported tree against tar's listing"
+	assert_eq "$commit" "$(git --git-dir="$LAB_GIT" rev-parse "refs/tags/$(distro_tag)")" "the commit of the suite's own import"
+	assert_eq "$(git --git-dir="$home/linux.git" count-objects -v | sed -n 's/^count: //p')" 0 "loose objects after the import"
+}
