@@ -119,19 +119,40 @@ kernel_is_built() {
 		[ "$(cat "$(build_dir "$arch")/.kcfi-lab-built" 2>/dev/null)" = "$(build_stamp "$arch")" ]
 }
 
-# show_progress PID LOG LABEL: one status line while make runs.
+# build_objects LOG: how many objects kbuild has made so far (its quiet
+# output: one "  CC  path" line, or AS, LD, AR..., per target).
+build_objects() {
+	grep -cE '^  (CC|AS|LD|AR|HOSTCC|HOSTLD|LDS|OBJCOPY|CPP|GEN)( |\[)' "$1" 2>/dev/null || true
+}
+
+# show_progress PID LOG LABEL RECORD: a progress line while make runs:
+# objects made, and when RECORD holds "OBJECTS SECONDS" of this tree's
+# last full build, the total and the time left.
 show_progress() {
-	local pid=$1 log=$2 label=$3 start last
+	local pid=$1 log=$2 label=$3 record=$4 start total="" took="" n text
 	start=$SECONDS
+	[ ! -f "$record" ] || read -r total took <"$record" || true
 	while kill -0 "$pid" 2>/dev/null; do
-		if is_tty; then
-			last=$(tail -n 1 "$log" 2>/dev/null | cut -c1-60)
-			printf '\r\033[K[%s %3ds] %s' "$label" "$((SECONDS - start))" "$last" >&2
+		n=$(build_objects "$log")
+		text="$n objects, $((SECONDS - start)) s"
+		if [ -n "$total" ] && [ -n "$took" ] && [ "$total" -gt 0 ]; then
+			text="$n of ~$total objects, $((SECONDS - start)) s"
+			[ "$n" -ge "$total" ] || text+=", ~$((took - took * n / total)) s left"
 		fi
+		progress "$label" "$text"
 		sleep 1
 	done
-	is_tty && printf '\r\033[K' >&2
+	progress_end
 	return 0
+}
+
+# record_build LOG SECONDS RECORD: a build that made at least as many
+# objects as the recorded one is the new measure of a full build.
+record_build() {
+	local n old=0
+	n=$(build_objects "$1")
+	[ ! -f "$3" ] || read -r old _ <"$3" || true
+	[ "$n" -lt "$((old * 9 / 10))" ] || printf '%s %s\n' "$n" "$2" >"$3"
 }
 
 build_kernel() {
@@ -149,7 +170,7 @@ build_kernel() {
 	pid=$!
 	trap 'kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
 		info "build interrupted; run the same command again to resume"; exit 130' INT TERM
-	show_progress "$pid" "$log" "build $arch"
+	show_progress "$pid" "$log" "build $arch" "$(build_dir "$arch")/.kcfi-lab-objects"
 	rc=0
 	wait "$pid" || rc=$?
 	trap - INT TERM
@@ -158,5 +179,6 @@ build_kernel() {
 		die "$arch build failed (log: $log)"
 	fi
 	build_stamp "$arch" >"$(build_dir "$arch")/.kcfi-lab-built"
+	record_build "$log" "$((SECONDS - start))" "$(build_dir "$arch")/.kcfi-lab-objects"
 	info "$arch kernel built in $((SECONDS - start)) s: $(kernel_image "$arch")"
 }

@@ -83,7 +83,10 @@ import_progress() {
 	local line
 	while IFS= read -r line; do
 		case "$line" in
-		"import: "*" MB") progress import "${line#import: } of $1 MB" ;;
+		"import: "*" MB")
+			line=${line#import: }
+			progress import "${line% MB} of $1 MB"
+			;;
 		*) printf '%s\n' "$line" >&2 ;;
 		esac
 	done

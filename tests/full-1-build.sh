@@ -88,8 +88,14 @@ test_import_is_the_tarball() {
 	local home="$TEST_TMP/import home" commit
 	[ -f "$DISTRO_TARBALL" ] || skip "no $DISTRO_TARBALL (./run.sh setup)"
 	# shellcheck disable=SC2016 # expanded by that bash
-	KCFI_LAB_HOME="$home" bash -c '. "$1/lab/common.sh"; . "$1/lab/kernel-branch.sh"; lock_home; import_distro' _ "$KCFI_LAB_ROOT" ||
-		fail "the import failed"
+	KCFI_LAB_PROGRESS_SECONDS=1 KCFI_LAB_HOME="$home" bash -c '. "$1/lab/common.sh"; . "$1/lab/kernel-branch.sh"; lock_home; import_distro' \
+		_ "$KCFI_LAB_ROOT" >"$TEST_TMP/import.out" 2>&1 || fail "the import failed: $(tail -n 3 "$TEST_TMP/import.out")"
+	cat "$TEST_TMP/import.out"
+	# Progress, as a log shows it: plain lines, MB growing to the total.
+	local mb
+	mb=$(sed -n 's/^kcfi-lab: import: \([0-9]*\) of [0-9]* MB$/\1/p' "$TEST_TMP/import.out" | paste -sd' ')
+	[ "$(wc -w <<<"$mb")" -ge 2 ] || fail "fewer than two progress lines: $(cat "$TEST_TMP/import.out")"
+	[ "$(tr ' ' '\n' <<<"$mb" | sort -n | paste -sd' ')" = "$mb" ] || fail "progress does not grow: $mb"
 	commit=$(git --git-dir="$home/linux.git" rev-parse "refs/tags/$(distro_tag)")
 	assert_eq "$(git --git-dir="$home/linux.git" ls-tree -r -l "$commit" |
 		awk -F '\t' '{ split($1, f, " "); print f[1], f[4], $2 }' | LC_ALL=C sort | sha256sum)" \

@@ -252,3 +252,29 @@ test_guest_has_no_network() {
 	[[ " $args " == *" -nic none "* ]] || fail "QEMU gets a network: $args"
 	[[ " $args " != *" -netdev "* && " $args " != *" -net "* ]] || fail "QEMU gets a network: $args"
 }
+
+# The build's progress: objects made so far, counted from kbuild's
+# output as it grows, of the total of the tree's last full build, with
+# the time left; a plain line where standard error is no terminal.
+test_build_progress_counts_objects() {
+	local log="$TEST_TMP/progress/build.log" record="$TEST_TMP/progress/record" out pid
+	mkdir -p "$TEST_TMP/progress"
+	: >"$log"
+	echo "10 100" >"$record"
+	(
+		for i in 1 2 3 4 5; do
+			printf '  CC      obj%s.o\n  LD      obj%s\n' "$i" "$i" >>"$log"
+			sleep 1
+		done
+	) &
+	pid=$!
+	out=$(KCFI_LAB_PROGRESS_SECONDS=1 show_progress "$pid" "$log" "build test" "$record" 2>&1)
+	printf '%s\n' "$out"
+	printf '%s\n' "$out" | has_match '^kcfi-lab: build test: [0-9]+ of ~10 objects, [0-9]+ s, ~[0-9]+ s left$' ||
+		fail "no progress line with a total and the time left"
+	printf '%s\n' "$out" | has_match '^kcfi-lab: build test: ([4-9]|10) of ~10 objects' || fail "the count does not grow"
+	rm -f "$record"
+	out=$(KCFI_LAB_PROGRESS_SECONDS=1 show_progress "$pid" "$log" "build test" "$record" 2>&1)
+	record_build "$log" 42 "$record"
+	assert_eq "$(cat "$record")" "10 42" "the record of a full build"
+}
