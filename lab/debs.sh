@@ -79,6 +79,9 @@ debs_fetch() {
 	if ! have apt-get || ! have dpkg-deb; then
 		die "pack --debs needs apt-get and dpkg-deb (a Debian host)"
 	fi
+	if [ -n "$(host_kernel_get toolchain_suites)" ]; then
+		die "pack --debs: on $(host_get name), Linux $LAB_KERNEL's toolchain comes from $(host_kernel_get toolchain_suites), not from the host's own suites; make the pack without --debs, or on a host whose own suites have it"
+	fi
 	mapfile -t DEBS_PACKAGES < <(learner_packages "$@")
 	debarch=$(host_debian_arch)
 	info "downloading ${DEBS_PACKAGES[*]} and their dependencies (private apt state in $apt_dir)"
@@ -93,6 +96,11 @@ debs_fetch() {
 	# shellcheck disable=SC2034 # read by suite_state
 	SUITE_APT_EXTRA=()
 	log=$(new_log apt-debs)
+	# Exact names: apt would read a name it does not know as a pattern.
+	for line in "${DEBS_PACKAGES[@]}"; do
+		suite_has "$apt_dir" "$debarch" "$line" ||
+			die "no package named $line in $(host_get own_suites) (the host file's learner packages)"
+	done
 	apt-get "${SUITE_OPTS[@]}" install -y -q --download-only --no-install-recommends "${DEBS_PACKAGES[@]}" >>"$log" 2>&1 ||
 		die "downloading the packages failed (log: $log)"
 	closure=$(debs_closure "${SUITE_OPTS[@]}") || die "cannot read apt's list of packages to download (log: $log)"

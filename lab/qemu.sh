@@ -36,11 +36,21 @@ machine_args() {
 	echo "${machine:+-M $machine }-accel $2 -cpu $(arch_get "$1" qemu_cpu)${firmware:+ -bios $firmware}"
 }
 
+# kvm_creates_vm: the host's KVM makes a VM when asked (KVM_CREATE_VM on
+# /dev/kvm, _IO(0xAE, 1)): no module, or a CPU without virtualization,
+# says no here in milliseconds, before any test boot. Without python3 the
+# test boot decides alone.
+kvm_creates_vm() {
+	have python3 || return 0
+	python3 -c 'import fcntl, os; kvm = os.open("/dev/kvm", os.O_RDWR); os.close(fcntl.ioctl(kvm, 0xAE01, 0))' 2>/dev/null
+}
+
 # kvm_usable: /dev/kvm existing is not enough (seen: a device whose
-# KVM_SET_MSRS fails); a short real boot decides, once per QEMU version.
+# KVM_SET_MSRS fails); the host is asked for a VM, then a short real boot
+# decides, once per QEMU version.
 kvm_usable() {
 	local arch=$1 cache version qemu
-	kvm_may_work "$arch" || return 1
+	kvm_may_work "$arch" && kvm_creates_vm || return 1
 	qemu=$(qemu_binary "$arch")
 	version=$("$qemu" --version | sed -n 1p)
 	cache="$LAB_STATE/kvm-probe-$arch"
