@@ -40,13 +40,13 @@ test_foreign_archive_signature_is_checked() {
 	[ -z "$(find "$home/apt-sig/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept without a signature check"
 }
 
-# test_mirror DIR SUITE VALID-UNTIL: a Debian-style archive in DIR/mirror
+# make_test_mirror DIR SUITE VALID-UNTIL: a Debian-style archive in DIR/mirror
 # with an empty SUITE, its InRelease valid until VALID-UNTIL (a date(1)
 # expression) and signed by a new key of the test's (keyring
 # DIR/mirror.gpg); an apt configuration DIR/apt.conf whose only source it
 # is. gpg works in a short directory of its own (its agent's socket
 # path has a length limit) and leaves nothing behind.
-test_mirror() {
+make_test_mirror() {
 	local dir=$1 suite=$2 until=$3 debarch m gnupg f
 	debarch=$(dpkg --print-architecture)
 	m="$dir/mirror/dists/$suite"
@@ -92,7 +92,7 @@ test_stale_mirror_answer_is_refused() {
 	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
 	mkdir -p "$dir" "$root"
 	cp -r "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/run.sh" "$root/"
-	test_mirror "$dir" labtest '1 day ago'
+	make_test_mirror "$dir" labtest '1 day ago'
 	sed -i -e "s|^keyring=.*|keyring=$dir/mirror.gpg|" -e "s|^suite=.*|suite=labtest|" "$root/lab/host/$LAB_HOST.conf"
 	# As this host may have it: Valid-Until not checked.
 	printf 'Acquire::Check-Valid-Until "false";\nAcquire::Check-Date "false";\n' >"$dir/parts/relaxed.conf"
@@ -104,7 +104,7 @@ test_stale_mirror_answer_is_refused() {
 	[[ "$out" == *"apt-get update of labtest failed or was not verified (log: "* && "$out" != *REACHED* ]] || fail "a stale Release file was used: $out"
 	assert_grep 'expired' "$(printf '%s\n' "$out" | sed -n 's/.*(log: \(.*\))$/\1/p' | sed -n 1p)" "apt's word for a stale Release"
 	[ -z "$(find "$home/apt-stale/lists" -name '*_Packages*' 2>/dev/null)" ] || fail "package lists kept from a stale Release"
-	test_mirror "$dir" labtest '5 days'
+	make_test_mirror "$dir" labtest '5 days'
 	rc=0
 	out=$(APT_CONFIG="$dir/apt.conf" KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c "$script" _ "$root" "$home" 2>&1) || rc=$?
 	assert_eq "$rc" 0 "exit status with the same mirror, fresh: $out"
