@@ -117,7 +117,9 @@ lock_home() {
 		die "another run.sh is working in $KCFI_LAB_HOME (pid $(cat "$KCFI_LAB_HOME/.lock.pid" 2>/dev/null || echo '?')); wait for it to finish"
 	fi
 	rm -f "$KCFI_LAB_HOME/.lock.pid"
-	echo "$$" >"$KCFI_LAB_HOME/.lock.pid"
+	# noclobber: a link put there since is not written through.
+	(set -C && echo "$$" >"$KCFI_LAB_HOME/.lock.pid") 2>/dev/null ||
+		die "$KCFI_LAB_HOME/.lock.pid appeared while the lab took its lock; remove it"
 }
 
 unlock_home() {

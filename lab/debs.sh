@@ -145,7 +145,8 @@ debs_indexes() {
 }
 
 # debs_repo_sources DIR: the sources.list of the pack's repository in DIR:
-# each archive's suites, signed by the host file's keyring. Valid-Until
+# each archive's suites that are the host file's own_suites, signed by
+# the host file's keyring. Valid-Until
 # is not checked: a pack is a snapshot, used offline days after it was
 # made (the security suite's Release is valid for a week).
 debs_repo_sources() {
@@ -157,6 +158,9 @@ debs_repo_sources() {
 		suite=${release%/InRelease}
 		dir=${suite%/dists/*}
 		suite=${suite##*/}
+		# The host file's suites only: the keyring also signs other
+		# releases, which the pack does not choose.
+		host_get own_suites | tr ' ' '\n' | exact_line "$suite" || continue
 		# A file: URI escapes spaces.
 		printf 'deb [signed-by=%s check-valid-until=no] file:%s %s main\n' "$keyring" "${dir// /%20}" "$suite"
 	done
@@ -219,7 +223,13 @@ debs_install() {
 	rm -rf "$state"
 	mkdir -p "$state/no-archives/partial"
 	: >"$state/empty-status"
+	# In this shell: a die in the process substitution below would end
+	# only that subshell, and apt would run with the host's own sources.
+	[ -f "$(host_get keyring)" ] || die "$(host_get keyring) not found: install debian-archive-keyring"
 	mapfile -t opts < <(debs_repo_opts "$DEBS_DIR" "$state")
+	if [ "${#opts[@]}" = 0 ] || [ ! -s "$state/sources.list" ]; then
+		die "the pack holds no Debian archive of this host's suites ($(host_get own_suites))"
+	fi
 	DEBS_STATE=$state DEBS_MISSING=("${missing[@]}")
 	debs_verify "${opts[@]}"
 	log=$(new_log apt-offline)

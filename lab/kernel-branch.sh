@@ -50,7 +50,7 @@ import_distro() {
 	# What an import of an older lab left when it was interrupted.
 	rm -rf "$KCFI_LAB_HOME/import.tmp" "$KCFI_LAB_HOME/import.tmp.index"
 	date="$(stat -c %Y "$DISTRO_TARBALL") +0000"
-	total=$(xz --robot --list "$DISTRO_TARBALL" 2>/dev/null | awk '$1 == "totals" { print int($5 / 1048576) }')
+	total=$(xz --robot --list "$DISTRO_TARBALL" 2>/dev/null | awk '$1 == "totals" { print int($5 / 1048576) }') || total=""
 	info "importing $DISTRO_PACKAGE $version into $LAB_GIT (${total:-?} MB)"
 	msg=$(mktemp)
 	printf 'Import Debian %s %s\n\nDistro-Version: %s\n' "$DISTRO_PACKAGE" "$version" "$version" >"$msg"

@@ -123,26 +123,36 @@ cmd_pack() {
 
 # cmd_unpack FILE KEY: verify FILE's signature by KEY (a public key file
 # or a fingerprint), then what it holds, then install it into
-# KCFI_LAB_HOME. Nothing of the pack is read before the signature holds,
-# and nothing is written into the home before every check passed.
+# KCFI_LAB_HOME. FILE is copied once into a private directory of the
+# home and only the copy is read from then on (the file named could be
+# replaced after its check); nothing of the pack is read before the
+# signature holds, and nothing is installed before every check passed.
 cmd_unpack() {
-	local file=$1 key=$2 tmp want have
+	local file=$1 key=$2 tmp copy want have
 	[ -f "$file" ] || die "no such pack: $file"
 	[ -n "$key" ] || die "unpack needs the instructor's key: --key FILE.pub or --key SHA256:... (pack prints it)"
-	pack_verify "$file" "$key"
-	pack_check_members "$file"
+	[ -f "$file.sig" ] || die "$file is not signed: no $file.sig beside it; copy the pack's .sig file with it"
 	tmp=$(mktemp -d "$KCFI_LAB_HOME/unpack.XXXXXX")
 	UNPACK_TRASH=$tmp
 	trap 'rm -rf "$UNPACK_TRASH"' EXIT
-	tar -xzf "$file" -C "$tmp" --no-same-owner --no-same-permissions 2>/dev/null ||
+	copy="$tmp/pack.tar.gz"
+	if ! cp -- "$file" "$copy" || ! cp -- "$file.sig" "$copy.sig"; then
+		die "cannot copy $file into $KCFI_LAB_HOME"
+	fi
+	pack_verify "$copy" "$key" "$file"
+	pack_check_members "$copy" "$file"
+	mkdir "$tmp/tree"
+	tar -xzf "$copy" -C "$tmp/tree" --no-same-owner --no-same-permissions 2>/dev/null ||
 		die "$file is not a KCFI Lab pack (tar could not read it)"
+	rm -f "$copy" "$copy.sig"
+	tmp="$tmp/tree"
 	grep -qx "format: $PACK_FORMAT" "$tmp/MANIFEST" 2>/dev/null || die "$file is not a KCFI Lab pack (no $PACK_FORMAT manifest)"
 	# One pass over the files (a pack with --debs is 200 MB).
 	local bad sums rc=0
 	sums=$(cd "$tmp" && sha256sum -c --quiet SHA256SUMS 2>&1) || rc=$?
 	if [ "$rc" != 0 ]; then
 		bad=$(printf '%s\n' "$sums" | sed -n 's/: FAILED.*//p' | sed -n 1p)
-		die "$file is damaged: checksum mismatch${bad:+ in $bad}; copy it again"
+		die "$file is damaged: checksum mismatch${bad:+ in $bad}, although its signature holds (it was damaged before it was signed): ask its maker for a new pack"
 	fi
 	# The pack's kernel: a pack made before there were two has none, and
 	# is the default kernel's.

@@ -66,18 +66,19 @@ pack_expected_fingerprint() {
 	echo "$want"
 }
 
-# pack_verify FILE KEY: FILE.sig is a valid pack signature of all of FILE
-# by the key KEY names (see pack_expected_fingerprint). ssh-keygen checks
-# the signature with the key inside it; that key must be the one named.
+# pack_verify FILE KEY [NAME]: FILE.sig is a valid pack signature of all
+# of FILE by the key KEY names (see pack_expected_fingerprint); NAME is
+# what messages call FILE (default FILE). ssh-keygen checks the signature
+# with the key inside it; that key must be the one named.
 pack_verify() {
-	local file=$1 want out got
+	local file=$1 name=${3:-$1} want out got
 	need_ssh_keygen
 	want=$(pack_expected_fingerprint "$2")
-	[ -f "$file.sig" ] || die "$file is not signed: no $file.sig beside it; copy the pack's .sig file with it"
+	[ -f "$file.sig" ] || die "$name is not signed: no $name.sig beside it; copy the pack's .sig file with it"
 	out=$(ssh-keygen -Y check-novalidate -n "$PACK_SIG_NAMESPACE" -s "$file.sig" <"$file" 2>&1) ||
-		die "$file does not match its signature $file.sig: do not use it; copy both files again"
+		die "$name does not match its signature $name.sig: do not use it; copy both files again"
 	# "Good "NAMESPACE" signature with TYPE key SHA256:..."
 	got=$(printf '%s\n' "$out" | sed -n 's/^Good "[^"]*" signature with [A-Z0-9-]* key \(SHA256:[A-Za-z0-9+/]*\)$/\1/p')
-	[ -n "$got" ] || die "cannot read ssh-keygen's answer on $file.sig: $out"
-	[ "$got" = "$want" ] || die "$file is signed by key $got, not by $want: do not use it"
+	[ -n "$got" ] || die "cannot read ssh-keygen's answer on $name.sig: $out"
+	[ "$got" = "$want" ] || die "$name is signed by key $got, not by $want: do not use it"
 }

@@ -82,6 +82,25 @@ suite_state() {
 	if ! apt-get "${SUITE_OPTS[@]}" update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
 		die "apt-get update of $* failed or was not verified (log: $log)"
 	fi
+	suite_fresh "$dir/lists" "$*"
+}
+
+# suite_fresh LISTS SUITES: no Release file in LISTS is past its
+# Valid-Until, checked here as well as by apt (a host's apt
+# configuration can stretch apt's check: Min-ValidTime). Dies and
+# drops the lists otherwise.
+suite_fresh() {
+	local release until now
+	now=$(date +%s)
+	for release in "$1"/*InRelease; do
+		[ -f "$release" ] || continue
+		until=$(sed -n 's/^Valid-Until: //p' "$release" | sed -n 1p)
+		[ -n "$until" ] || continue
+		if [ "$(date -d "$until" +%s 2>/dev/null || echo 0)" -le "$now" ]; then
+			rm -rf "$1"
+			die "the mirror's Release file for $2 expired on $until (a stale answer): nothing installed; ${release##*/}"
+		fi
+	done
 }
 
 # suite_has DIR DEBARCH NAME: the private state in DIR has a package

@@ -26,8 +26,9 @@ def quote(path):
 
 
 def strip_top(name):
-    parts = name.split("/", 1)
-    return parts[1] if len(parts) == 2 else ""
+    """The path below the archive's top directory, "./" and "//" off."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    return "/".join(parts[1:])
 
 
 def main(argv):
@@ -42,14 +43,15 @@ def main(argv):
     files = {}  # path -> (mode, mark)
     mark = 0
     reported = 0
-    with tarfile.open(fileobj=source, mode="r|") as tar:
+    with tarfile.open(fileobj=source, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:
         for member in tar:
             path = strip_top(member.name.rstrip("/"))
             if not path:
                 continue
             if member.isfile():
                 data = tar.extractfile(member).read()
-                mode = "100755" if member.mode & 0o111 else "100644"
+                # git keeps the owner's execute bit only.
+                mode = "100755" if member.mode & 0o100 else "100644"
             elif member.issym():
                 data = member.linkname.encode("utf-8", "surrogateescape")
                 mode = "120000"

@@ -29,14 +29,17 @@ tool_can_build() {
 }
 
 # tool_is_current: the tool in LAB_TOOL_DIR was made from sources like
-# these: by content, not by time or path. One built here is used as it
-# is (no make: this runs on every ./run.sh kcfi). One a pack brought
-# (no source-dir record) runs only where the tool cannot be built from
-# the checkout: a learner's machine without a C compiler.
+# these: by content, not by time or path. One built here (by any
+# checkout) is used as it is (no make: this runs on every ./run.sh
+# kcfi). One a pack brought (no source-dir record) runs only where the
+# tool cannot be built from the checkout: a learner's machine without a
+# C compiler.
 tool_is_current() {
 	[ -x "$LAB_TOOL_BIN" ] && [ -f "$LAB_TOOL_DIR/sources.sha256" ] || return 1
 	[ "$(<"$LAB_TOOL_DIR/sources.sha256")" = "$LAB_TOOL_SHA" ] || return 1
-	[ "$(cat "$LAB_TOOL_DIR/source-dir" 2>/dev/null)" != "$LAB_TOOL_SRC" ] || return 0
+	# Built here, by this checkout or another one with the same sources
+	# (a pack cannot carry source-dir: pack-check.sh's layout).
+	[ ! -f "$LAB_TOOL_DIR/source-dir" ] || return 0
 	! tool_can_build || return 1
 	# A pack's tool made on another kind of machine does not run here.
 	"$LAB_TOOL_BIN" --help >/dev/null 2>&1

@@ -113,13 +113,13 @@ test_damaged_pack_is_refused() {
 	mkdir -p "$stage"
 	tar -xzf "$PACK" -C "$stage"
 	printf 'X' | dd of="$stage/initramfs/x86_64.cpio.gz" bs=1 seek=100 conv=notrunc 2>/dev/null
-	tar -czf "$bad" -C "$stage" .
+	tar_files "$stage" "$bad"
 	# Damaged before it was signed (on the instructor's disk): the
 	# signature holds, the checksums do not.
 	rm -f "$bad.sig"
 	ssh-keygen -q -Y sign -f "${KCFI_LAB_HOME}/keys/instructor" -n kcfi-lab-pack "$bad"
 	expect_exit 1 env KCFI_LAB_HOME="$TEST_TMP/h-bad" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
-	assert_eq "$OUT" "kcfi-lab: error: $bad is damaged: checksum mismatch in initramfs/x86_64.cpio.gz; copy it again"
+	assert_eq "$OUT" "kcfi-lab: error: $bad is damaged: checksum mismatch in initramfs/x86_64.cpio.gz, although its signature holds (it was damaged before it was signed): ask its maker for a new pack"
 	[ ! -e "$TEST_TMP/h-bad/build" ] || fail "a damaged pack was partly installed"
 	# Damaged on the way (cut short): the signature no longer holds.
 	head -c 4096 "$PACK" >"$bad"
@@ -275,7 +275,7 @@ test_pack_debs_are_verified_by_apt() {
 	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/verify home" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
 	[[ "$OUT" == *"kcfi-lab: error: the pack's package index is not signed by Debian's keys as this host knows them: nothing installed (log: "* ]] ||
 		fail "unexpected: $OUT"
-	assert_no_grep ' install ' "$fake/calls" "an install"
+	assert_no_grep ' install -y |^sudo ' "$fake/calls" "an install"
 	# tmux's .deb swapped for another package's.
 	cp "$TEST_TMP/InRelease.orig" "$release"
 	deb=$(find "$stage/debs/repo" -name 'tmux_*.deb')
@@ -289,5 +289,5 @@ test_pack_debs_are_verified_by_apt() {
 	fake_host "$fake" sudo
 	expect_exit 1 env PATH="$fake:$PATH" KCFI_LAB_HOME="$TEST_TMP/verify home" "$KCFI_LAB_ROOT/run.sh" unpack "$bad" --key "$(instructor_key)"
 	assert_eq "$OUT" "kcfi-lab: error: the pack's tmux (${deb##*/}) is not the package Debian's signed index names: nothing installed"
-	assert_no_grep ' install ' "$fake/calls" "an install"
+	assert_no_grep ' install -y |^sudo ' "$fake/calls" "an install"
 }

@@ -223,15 +223,18 @@ test_user_values_are_checked_and_never_run() {
 	assert_eq "$(printf '%s\n' "$OUT" | sed -n 1p)" "kcfi-lab: error: --append must not hold control characters (newlines, tabs)" "--append with a newline"
 	[ ! -e "$TEST_TMP/h-values" ] || fail "a refused command line created state"
 	# A home whose name holds a quote: unpack's cleanup runs nothing of
-	# it (a signed pack that is refused once unpacked: no manifest).
+	# it (a signed pack that is refused once unpacked: a file changed
+	# after its checksum was taken).
 	if have ssh-keygen; then
 		local key
 		key=$(signing_key instructor)
 		pack_stage "$TEST_TMP/junk"
-		rm "$TEST_TMP/junk/MANIFEST"
-		seal_pack "$TEST_TMP/junk" "$TEST_TMP/junk.tar.gz" "$key"
+		seal_pack "$TEST_TMP/junk" "$TEST_TMP/junk.tar.gz"
+		echo "changed" >>"$TEST_TMP/junk/build/x86_64/.config"
+		tar_files "$TEST_TMP/junk" "$TEST_TMP/junk.tar.gz"
+		ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$TEST_TMP/junk.tar.gz"
 		expect_exit 1 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$TEST_TMP/junk.tar.gz" --key "$key.pub"
-		[[ "$OUT" == *"is not a KCFI Lab pack (no kcfi-lab-pack 2 manifest)"* ]] || fail "unexpected: $OUT"
+		[[ "$OUT" == *"is damaged: checksum mismatch in build/x86_64/.config"* ]] || fail "unexpected: $OUT"
 	fi
 	[ ! -e "$TEST_TMP/INJECTED" ] || fail "a quote in KCFI_LAB_HOME ran code"
 	[ -z "$(find "$home" -name 'unpack.*' 2>/dev/null)" ] || fail "unpack left its temporary directory"

@@ -29,6 +29,14 @@ pack_stage() {
 	} >"$dir/MANIFEST"
 }
 
+# tar_files DIR OUT [TAR-OPTION...]: OUT, a tar.gz of what DIR holds
+# but its directories, as pack writes one.
+tar_files() {
+	local dir=$1 out=$2
+	shift 2
+	(cd "$dir" && find . ! -type d -printf '%P\n' | LC_ALL=C sort) | tar -czf "$out" "$@" -C "$dir" -T -
+}
+
 # seal_pack DIR OUT [KEY]: OUT, the tar.gz of DIR with SHA256SUMS made
 # anew over every file of it (as an attacker can), signed with KEY when
 # one is given.
@@ -37,7 +45,7 @@ seal_pack() {
 	rm -f "$dir/SHA256SUMS" "$out" "$out.sig"
 	(cd "$dir" && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs -r sha256sum) >"$TEST_TMP/sums"
 	mv "$TEST_TMP/sums" "$dir/SHA256SUMS"
-	tar -czf "$out" -C "$dir" .
+	tar_files "$dir" "$out"
 	[ -z "$key" ] || ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$out"
 }
 
@@ -110,21 +118,21 @@ test_hostile_pack_members_are_refused() {
 	pack_stage "$stage"
 	ln -s "$TEST_TMP/outside" "$stage/build/x86_64/source"
 	seal_pack "$stage" "$pack" "$key"
-	expect_refused "$pack" "kcfi-lab: error: $pack holds ./build/x86_64/source -> $TEST_TMP/outside, which is not a regular file or a directory: refusing the pack"
+	expect_refused "$pack" "kcfi-lab: error: $pack holds build/x86_64/source -> $TEST_TMP/outside, which is not a regular file: refusing the pack"
 	# A hard link to a file of the pack.
 	rm -rf "$stage"
 	pack_stage "$stage"
 	ln "$stage/build/x86_64/.config" "$stage/build/x86_64/vmlinux"
 	seal_pack "$stage" "$pack" "$key"
-	expect_refused "$pack" "kcfi-lab: error: $pack holds ./build/x86_64/*link to*, which is not a regular file or a directory: refusing the pack"
+	expect_refused "$pack" "kcfi-lab: error: $pack holds build/x86_64/*link to*, which is not a regular file: refusing the pack"
 	# Names that climb out of the home, or start at the root.
 	rm -rf "$stage"
 	pack_stage "$stage"
 	seal_pack "$stage" "$pack"
-	tar -czPf "$pack" -C "$stage" --transform 's|^\./build|../escape|' .
+	tar_files "$stage" "$pack" -P --transform 's|^build|../escape|' 
 	ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$pack"
 	expect_refused "$pack" "kcfi-lab: error: $pack holds ../escape* (a '..' or '.' in its path): refusing the pack"
-	tar -czPf "$pack" -C "$stage" --transform "s|^\./build|$TEST_TMP/outside/abs|" .
+	tar_files "$stage" "$pack" -P --transform "s|^build|$TEST_TMP/outside/abs|"
 	rm -f "$pack.sig"
 	ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$pack"
 	expect_refused "$pack" "kcfi-lab: error: $pack holds $TEST_TMP/outside/abs* (an absolute path): refusing the pack"
@@ -134,13 +142,41 @@ test_hostile_pack_members_are_refused() {
 	mkdir -p "$stage/keys"
 	echo "ssh-ed25519 AAAA attacker" >"$stage/keys/instructor.pub"
 	seal_pack "$stage" "$pack" "$key"
-	expect_refused "$pack" "kcfi-lab: error: $pack holds keys/ (not in a pack's layout): refusing the pack"
+	expect_refused "$pack" "kcfi-lab: error: $pack holds keys/instructor.pub (not in the layout of its manifest's kernel and arches): refusing the pack"
+	# Another kernel's worktree, and a git directory (its config would
+	# run commands on the next git call there).
+	local path
+	for path in "worktree-6.12/Makefile:not in the layout of its manifest's kernel and arches" \
+		"worktree/.git/config:a git directory"; do
+		rm -rf "$stage"
+		pack_stage "$stage"
+		mkdir -p "$stage/$(dirname "${path%%:*}")"
+		echo "[core] fsmonitor = touch $TEST_TMP/outside/RAN" >"$stage/${path%%:*}"
+		seal_pack "$stage" "$pack" "$key"
+		expect_refused "$pack" "kcfi-lab: error: $pack holds ${path%%:*} (${path#*:}): refusing the pack"
+	done
+	# A member twice: the checks would read one copy, tar keep the other.
+	rm -rf "$stage"
+	pack_stage "$stage"
+	seal_pack "$stage" "$pack"
+	tar -czf "$pack" --hard-dereference -C "$stage" SHA256SUMS MANIFEST build/x86_64/.config SHA256SUMS
+	ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$pack"
+	expect_refused "$pack" "kcfi-lab: error: $pack holds SHA256SUMS twice: refusing the pack"
+	# Checksums of a file that is not the pack's (sha256sum -c would read
+	# it from outside the home).
+	rm -rf "$stage"
+	pack_stage "$stage"
+	seal_pack "$stage" "$pack"
+	sha256sum "$TEST_TMP/outside/file" >>"$stage/SHA256SUMS"
+	tar_files "$stage" "$pack"
+	ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$pack"
+	expect_refused "$pack" "kcfi-lab: error: $pack's SHA256SUMS lists $TEST_TMP/outside/file, which the pack does not hold: refusing the pack"
 	# A member the checksums do not list.
 	rm -rf "$stage"
 	pack_stage "$stage"
 	seal_pack "$stage" "$pack"
 	echo "extra" >"$stage/build/x86_64/extra"
-	tar -czf "$pack" -C "$stage" .
+	tar_files "$stage" "$pack"
 	ssh-keygen -q -Y sign -f "$key" -n kcfi-lab-pack "$pack"
 	expect_refused "$pack" "kcfi-lab: error: $pack holds build/x86_64/extra, which its SHA256SUMS does not list: refusing the pack"
 	# More than the home has room for (a df that says 1 KiB is free).

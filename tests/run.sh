@@ -45,6 +45,9 @@ export TEST_TMP
 # tmux server passes it on to its panes): the reaper ends those only,
 # never a learner's QEMU or gdb that runs in the same home.
 export KCFI_LAB_TEST_RUN=$$
+# Inside a tmux the suite did not start, the lab would open its windows
+# there: a server of its own for every test.
+unset TMUX
 # The files whose tests start no QEMU, gdb or tmux and take no lock of
 # the lab's home (they use homes of their own): they run in a second
 # lane, beside the others (a guest boot keeps one core busy, these the
