@@ -159,7 +159,7 @@ test_pack_debs_install_offline_on_an_empty_machine() {
 	[[ "$OUT" == *"Debian packages: "*" packages for $learner ($home/debs)"* ]] ||
 		fail "status does not mention the pack's packages: $OUT"
 	local -a opts
-	mapfile -t opts < <(KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; debs_repo_opts "$DEBS_DIR" "$1"' _ "$state")
+	mapfile -t opts < <(KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/suites.sh"; . "$KCFI_LAB_ROOT/lab/debs.sh"; debs_repo_opts "$DEBS_DIR" "$1"' _ "$state")
 	[ "${#opts[@]}" -gt 0 ] || fail "no apt options for the pack's repository"
 	# apt checks the pack's repository against Debian's keyring, as the
 	# host file names it: no line turns that off.
