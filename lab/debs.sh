@@ -187,7 +187,7 @@ debs_repo_opts() {
 debs_verify() {
 	local log uri deb
 	log=$(new_log apt-offline)
-	if ! apt-get "$@" update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
+	if ! apt_update_verified "$log" "$@"; then
 		die "the pack's package index is not signed by Debian's keys as this host knows them: nothing installed (log: $log)"
 	fi
 	apt-get "$@" -o "Dir::Cache::Archives=${DEBS_STATE:?}/no-archives" -o "Dir::State::status=$DEBS_STATE/empty-status" \

@@ -79,10 +79,19 @@ suite_state() {
 	log=$(new_log "apt-${dir##*/}")
 	mapfile -t SUITE_OPTS < <(suite_apt_opts "$dir" "$debarch" "$dir/status")
 	SUITE_OPTS+=("${SUITE_APT_EXTRA[@]}")
-	if ! apt-get "${SUITE_OPTS[@]}" update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
+	if ! apt_update_verified "$log" "${SUITE_OPTS[@]}"; then
 		die "apt-get update of $* failed or was not verified (log: $log)"
 	fi
 	suite_fresh "$dir/lists" "$*"
+}
+
+# apt_update_verified LOG OPTS...: "apt-get OPTS update" into LOG
+# succeeded and said nothing of W: or E: (an index apt could not verify
+# is a warning, and the old list stays).
+apt_update_verified() {
+	local log=$1
+	shift
+	apt-get "$@" update >"$log" 2>&1 && ! grep -qE '^(W|E): ' "$log"
 }
 
 # suite_fresh LISTS SUITES: no Release file in LISTS is past its
