@@ -107,8 +107,8 @@ test_x86_64_gdb_reads_every_check_form() {
 	port=$(free_port)
 	lab x86_64 --gdb --gdb-port "$port" --run 'lkdtm CFI_FORWARD_R10 CFI_FORWARD_R12; echo ALIVE' >"$console" 2>&1 &
 	pid=$!
-	# shellcheck disable=SC2064 # the port is fixed now
-	trap "pkill -f 'tcp:127.0.0.1:$port' 2>/dev/null || true" EXIT
+	FORMS_PORT=$port
+	trap 'pkill -f "tcp:127.0.0.1:$FORMS_PORT" 2>/dev/null || true' EXIT
 	wait_listening "$port"
 	cat >"$TEST_TMP/forms.gdb" <<-GDB
 		hbreak lkdtm_indirect_call_r10
@@ -228,7 +228,10 @@ wait_pane() {
 
 tmux_session_walk() {
 	local arch=$1 trap_insn win
-	TMUX_SOCK="kcfi-lab-test-$$-session"
+	# A socket of its own for each walk: a server just told to exit can
+	# still hold the last walk's socket, and a new session sent there
+	# dies with it ("server exited unexpectedly").
+	TMUX_SOCK="kcfi-lab-test-$$-session-$arch$LAB_SUFFIX"
 	trap_insn=$(arch_get "$arch" trap_mnemonic)
 	trap 'tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true' EXIT
 	tmux -L "$TMUX_SOCK" new-session -d -s learner -x 200 -y 50 \
