@@ -88,6 +88,13 @@ END {
 				printf "%s:%d: the status of this subshell is tested (|| or &&), so errexit is off inside it: run it in the background and wait for it\n", files[k], l
 				found = 1
 			}
+			# 4. A trap action in double quotes with a "$" in it: the value
+			# is expanded now, so a quote in it ends the string and the
+			# rest runs as shell when the trap fires.
+			if (line ~ /(^|[^A-Za-z0-9_-])trap[ \t]+"[^"]*\$/) {
+				printf "%s:%d: this trap expands its values now, and a quote in one becomes code: single-quote the action and keep the values in variables\n", files[k], l
+				found = 1
+			}
 			if (early) {
 				printf "%s:%d: an early-exiting reader ends a pipeline: its writer can die of SIGPIPE and pipefail fails it\n", files[k], l
 				found = 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-shapes.sh FILE...: find three shapes of shell code that have made
+# check-shapes.sh FILE...: find four shapes of shell code that have made
 # tests that could not fail, or that flaked, and print FILE:LINE: WHY
 # for each. Exit 1 when one was found.
 #
@@ -16,6 +16,9 @@
 # 3. A multi-line subshell "( ... ) || rc=$?": errexit is off in all of
 #    a command whose status is tested, so the assertions in it print
 #    FAIL and it goes on. Run it in the background, then wait "$!".
+# 4. A trap whose action is a double-quoted string with a value in it
+#    (trap "rm -rf '$dir'" EXIT): the value is expanded when the trap is
+#    set, so a quote in it (a user's path) turns the rest into code.
 #
 # A line may opt out with a trailing "# shape-ok: REASON".
 set -euo pipefail

@@ -241,8 +241,8 @@ test_ex_lab_open_and_type_in_tmux() {
 	local sock="kcfi-lab-test-$$-ex" open_file
 	open_file="$KCFI_LAB_HOME/progress/$(id -un)/.open"
 	[ ! -e "$open_file" ] || skip "a lab window is open for this user ($open_file)"
-	# shellcheck disable=SC2064 # the socket name is fixed now
-	trap "tmux -L '$sock' kill-server 2>/dev/null || true; rm -f '$open_file'" EXIT
+	EX_SOCK=$sock EX_OPEN=$open_file
+	trap 'tmux -L "$EX_SOCK" kill-server 2>/dev/null || true; rm -f "$EX_OPEN"' EXIT
 	tmux -L "$sock" new-session -d -s learner -x 200 -y 50 \
 		"cd '$KCFI_LAB_ROOT' && bash -c '. lab/common.sh; . lab/exercises.sh; cmd_lab open 4 && cmd_lab type 4'; sleep 600"
 	local _ win console gdb name

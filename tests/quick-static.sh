@@ -69,10 +69,13 @@ test_shape_check_finds_every_shape() {
 				assert_eq a b
 			) >log || rc=$?
 		}
+		cleanup() {
+			trap "rm -rf '$dir'" EXIT
+		}
 	EOF
 	out=$(tests/check-shapes.sh "$bad") || rc=$?
 	assert_eq "$rc" 1 "exit status on bad shapes"
-	assert_eq "$(printf '%s\n' "$out" | cut -d: -f2 | tr '\n' ' ')" "7 10 11 13 14 19 " "the lines found"
+	assert_eq "$(printf '%s\n' "$out" | cut -d: -f2 | tr '\n' ' ')" "7 10 11 13 14 19 22 " "the lines found"
 	cat >"$good" <<-'EOF'
 		helper() {
 			assert_eq "$1" x
@@ -90,6 +93,9 @@ test_shape_check_finds_every_shape() {
 				assert_eq a b
 			) >log &
 			wait "$!" || rc=$?
+		}
+		cleanup() {
+			trap 'rm -rf "$dir"' EXIT
 		}
 	EOF
 	tests/check-shapes.sh "$good" || fail "the fixed forms were flagged"
