@@ -54,15 +54,21 @@ lane_root() {
 
 # lane_start HOST: a fresh copy of HOST's root in LANE (a directory in
 # TEST_TMP), with the repository cloned into /root/kcfi-lab, as the work
-# tree is (a run before a commit tests what it has).
+# tree is (a run before a commit tests what it has). A checkout that is
+# not a repository (a mutant's copy, tests/full-7-mutations.sh) is
+# copied as it is.
 lane_start() {
 	LANE="$TEST_TMP/lane-$1"
 	rm -rf "$LANE"
 	mkdir -p "$LANE"
 	tar -C "$LANE" -xf "$LANES_DIR/$1.tar"
-	git clone -q "$KCFI_LAB_ROOT" "$LANE/root/kcfi-lab"
-	(cd "$KCFI_LAB_ROOT" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) |
-		tar -C "$LANE/root/kcfi-lab" -xf -
+	if [ ! -d "$KCFI_LAB_ROOT/.git" ]; then
+		cp -a "$KCFI_LAB_ROOT" "$LANE/root/kcfi-lab"
+	else
+		git clone -q "$KCFI_LAB_ROOT" "$LANE/root/kcfi-lab"
+		(cd "$KCFI_LAB_ROOT" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) |
+			tar -C "$LANE/root/kcfi-lab" -xf -
+	fi
 	cp /etc/resolv.conf "$LANE/etc/resolv.conf" 2>/dev/null || true
 }
 
