@@ -122,9 +122,12 @@ fetch_source() {
 # from other suites: its packages and every library the host lacks,
 # unpacked under the lab's home, with a wrapper for each command in
 # LAB_TOOLCHAIN_BIN that finds those libraries and nothing of the host's
-# changes.
+# changes. A toolchain from a newer release than the host's (one whose
+# packages would replace the host's C library) comes with every package
+# it needs, C library included, and runs on that release's dynamic
+# loader (toolchain_wrapper).
 fetch_toolchain() {
-	local suites root deb cmd libs="" d entry
+	local suites root deb cmd status dir="$KCFI_LAB_HOME/apt-toolchain" debarch
 	suites=$(host_kernel_get toolchain_suites)
 	[ -n "$suites" ] || return 0
 	root=${LAB_TOOLCHAIN_BIN%/bin}/root
@@ -133,28 +136,65 @@ fetch_toolchain() {
 	for entry in $(toolchain_packages); do
 		pkgs+=("${entry%%:*}")
 	done
-	info "fetching ${pkgs[*]} from $suites (private apt state in $KCFI_LAB_HOME/apt-toolchain)"
+	debarch=$(host_debian_arch)
+	info "fetching ${pkgs[*]} from $suites (private apt state in $dir)"
 	# shellcheck disable=SC2086 # suites: one word each
-	suite_state "$KCFI_LAB_HOME/apt-toolchain" "$(host_debian_arch)" $suites
+	suite_state "$dir" "$debarch" $suites
+	status=/var/lib/dpkg/status
+	if ! suite_closure "$dir" "$debarch" "$status" "${pkgs[@]}" >/dev/null 2>&1; then
+		info "${pkgs[*]} need a newer C library than this host's: fetching a root of their own"
+		status=$dir/status
+	fi
 	rm -rf "$root.tmp" "$LAB_TOOLCHAIN_BIN"
 	mkdir -p "$root.tmp" "$LAB_TOOLCHAIN_BIN"
-	suite_download "$KCFI_LAB_HOME/apt-toolchain" "$(host_debian_arch)" /var/lib/dpkg/status "${pkgs[@]}"
-	for deb in "$KCFI_LAB_HOME/apt-toolchain/debs/"*.deb; do
+	suite_download "$dir" "$debarch" "$status" "${pkgs[@]}"
+	for deb in "$dir/debs/"*.deb; do
 		dpkg-deb -x "$deb" "$root.tmp"
 	done
-	rm -rf "$root" "$KCFI_LAB_HOME/apt-toolchain/debs"
+	rm -rf "$root" "$dir/debs"
 	mv "$root.tmp" "$root"
-	for d in "$root"/usr/lib/*-linux-gnu* "$root"/lib/*-linux-gnu*; do
-		[ -d "$d" ] && libs="$libs${libs:+:}$d"
-	done
 	for cmd in "$root"/usr/bin/*"$KCFI_LAB_LLVM"; do
 		[ -e "$cmd" ] || continue
-		# shellcheck disable=SC2016 # the wrapper's own expansions
-		printf '#!/bin/bash\nLD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' \
-			"$libs" "$cmd" >"$LAB_TOOLCHAIN_BIN/${cmd##*/}"
+		toolchain_wrapper "$root" "$cmd" >"$LAB_TOOLCHAIN_BIN/${cmd##*/}"
 		chmod +x "$LAB_TOOLCHAIN_BIN/${cmd##*/}"
 	done
 	toolchain_ready || die "the toolchain fetched from $suites does not run (see $root)"
+}
+
+# toolchain_wrapper ROOT CMD: a script that runs CMD (a command unpacked
+# into ROOT) with ROOT's libraries. When ROOT holds a C library of its
+# own, CMD runs on ROOT's dynamic loader, whose library path puts
+# ROOT's libraries first. The program then sees the loader as its own
+# executable, so a clang is told where its resource directory is (its
+# headers), and each command is run by the name it was installed as.
+toolchain_wrapper() {
+	local root=$1 cmd=$2 libs="" d loader real res
+	for d in "$root"/usr/lib/*-linux-gnu* "$root"/lib/*-linux-gnu*; do
+		[ -d "$d" ] && libs="$libs${libs:+:}$d"
+	done
+	loader=$(compgen -G "$root/usr/lib/*-linux-gnu*/ld-linux*.so.*" | sed -n 1p)
+	echo '#!/bin/bash'
+	if [ -z "$loader" ]; then
+		# shellcheck disable=SC2016 # the wrapper's own expansions
+		printf 'LD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' "$libs" "$cmd"
+		return 0
+	fi
+	real=$cmd
+	if [ -L "$cmd" ]; then
+		# One link deep: usr/bin/ld.lld-N names llvm's ld.lld, itself a
+		# link to the generic lld, which takes its flavour from the name.
+		real=$(cd "${cmd%/*}" && realpath -s "$(readlink "$cmd")")
+	fi
+	for d in "$root"/usr/lib/llvm*/lib/clang/*; do
+		[ -d "$d/include" ] && res=$d
+	done
+	case "${real##*/}" in
+	clang | clang-[0-9]* | clang++ | clang-cpp)
+		[ -n "${res:-}" ] || die "no clang resource directory in $root"
+		printf 'exec %q --library-path %q %q -resource-dir %q "$@"\n' "$loader" "$libs" "$real" "$res"
+		;;
+	*) printf 'exec %q --library-path %q %q "$@"\n' "$loader" "$libs" "$real" ;;
+	esac
 }
 
 # toolchain_ready: every command of the lab kernel's toolchain runs.

@@ -128,6 +128,28 @@ exact_line() {
 	awk -v want="$1" '$0 == want { found = 1 } END { exit !found }'
 }
 
+# suite_closure DIR DEBARCH STATUS PACKAGE...: NAME=VERSION of every
+# package apt would install for PACKAGE... on a machine whose dpkg status
+# file is STATUS, and PACKAGE... themselves (the host may have them
+# installed, from this very suite, and apt would then add nothing).
+# Fails when apt would have to replace a package STATUS has: the suite
+# is newer than that machine, and its packages need a root of their own.
+suite_closure() {
+	local dir=$1 debarch=$2 status=$3
+	shift 3
+	local -a opts
+	mapfile -t opts < <(suite_apt_opts "$dir" "$debarch" "$status")
+	# "Inst NAME (VERSION SUITE [ARCH])"; an upgrade is
+	# "Inst NAME [OLD] (VERSION SUITE [ARCH])".
+	apt-get "${opts[@]}" -s install --no-install-recommends "$@" |
+		awk -v want="$*" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) left[w[i]] = 1 }
+			/^Inst / {
+				if ($3 ~ /^\[/) upgrade = 1
+				v = $3 ~ /^\[/ ? $4 : $3; sub(/^\(/, "", v); print $2 "=" v; delete left[$2]
+			}
+			END { for (p in left) print p; exit upgrade }'
+}
+
 # suite_download DIR DEBARCH STATUS PACKAGE...: download PACKAGE... into
 # DIR/debs (and nothing else there); with STATUS a dpkg status file (the
 # host's), also every package they need that STATUS lacks.
@@ -141,13 +163,7 @@ suite_download() {
 	log=$(new_log "apt-${dir##*/}")
 	if [ -n "$status" ]; then
 		mapfile -t opts < <(suite_apt_opts "$dir" "$debarch" "$status")
-		# "Inst NAME (VERSION SUITE [ARCH])": everything apt would add.
-		# The packages themselves always: the host may have them installed
-		# (from this very suite) and apt would then add nothing.
-		mapfile -t names < <(apt-get "${opts[@]}" -s install --no-install-recommends "$@" 2>>"$log" |
-			awk -v want="$*" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) left[w[i]] = 1 }
-				/^Inst / { v = $3; sub(/^\(/, "", v); print $2 "=" v; delete left[$2] }
-				END { for (p in left) print p }')
+		mapfile -t names < <(suite_closure "$dir" "$debarch" "$status" "$@" 2>>"$log" || true)
 	else
 		mapfile -t opts < <(suite_apt_opts "$dir" "$debarch" "$dir/status")
 		names=("$@")

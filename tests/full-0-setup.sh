@@ -156,3 +156,37 @@ test_toolchain_and_source_from_another_suite() {
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$root/run.sh" status
 	[[ "$OUT" == *"(in the lab's home), clang$KCFI_LAB_LLVM in $home/toolchain/"* ]] || fail "status: $OUT"
 }
+
+# A toolchain from a newer release than the host's (Debian 12 takes
+# Linux 7.3's clang from Debian 13, built against its newer C library)
+# arrives with every package it needs, C library included, in a root of
+# its own in the home, and runs on that root's dynamic loader: in a fresh
+# home, setup fetches it, the host's apt and dpkg stay as they were, the
+# C library that runs is the root's, and it compiles kCFI code with the
+# lab tool's ids.
+test_newer_toolchain_runs_from_a_root_of_its_own() {
+	local home="$TEST_TMP/newer-home" k found="" before after cc want got libc
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
+	for k in $(lab_kernels); do
+		[ -n "$(host_get "$k.toolchain_suites")" ] || continue
+		before=$(host_apt_state)
+		expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" --kernel "$k" setup
+		after=$(host_apt_state)
+		assert_eq "$after" "$before" "Linux $k: the host's apt sources and dpkg status"
+		[[ "$OUT" == *"need a newer C library than this host's"* ]] || continue
+		found=$k
+		cc=$(KCFI_LAB_HOME="$home" KCFI_LAB_KERNEL="$k" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; command -v "clang$KCFI_LAB_LLVM"')
+		[[ "$cc" == "$home/toolchain/"*/bin/clang* ]] || fail "Linux $k: the lab's clang is $cc, not the one in the home"
+		# The loader says which C library it started the compiler with (the
+		# last one: the wrapper is a shell script).
+		libc=$(LD_DEBUG=libs "$cc" --version 2>&1 | sed -n 's/.*calling init: \(.*\/libc\.so\.6\)$/\1/p' | sed -n '$p')
+		[[ "$libc" == "$home/toolchain/"* ]] || fail "Linux $k: clang ran on the C library '$libc', not its root's"
+		printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/newer-f.c"
+		"$cc" -O2 -fsanitize=kcfi -c -o "$TEST_TMP/newer-f.o" "$TEST_TMP/newer-f.c"
+		got=$(lab kcfi func "$TEST_TMP/newer-f.o" f | awk 'NR == 1 { print $1 }')
+		want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
+		assert_eq "$got" "$want" "the id clang$KCFI_LAB_LLVM of Linux $k gives void (int *)"
+		echo "Linux $k: $("$cc" --version | sed -n 1p), on $libc"
+	done
+	[ -n "$found" ] || skip "no kernel's toolchain needs a newer C library than this host's"
+}
