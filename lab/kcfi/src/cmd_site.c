@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "elf.h"
-#include "insn.h"
 #include "report.h"
 #include "index.h"
 #include "scan.h"
@@ -69,31 +69,10 @@ static void print_site_json(const struct kcfi_scan *s, const struct kcfi_site *s
 	printf("]}");
 }
 
-/* The trap instruction of a site listed in .kcfi_traps. */
-static const char *trap_name(const struct kcfi_scan *s, const struct kcfi_site *st)
-{
-	if (s->arch == KCFI_RISCV64)
-		return st->trap_len == 2 ? "c.ebreak" : "ebreak";
-	return "ud2";
-}
-
-/* riscv64: the registers the beq compares, and an id built on a stale one. */
-static void print_rv_registers(const struct kcfi_site *st)
-{
-	const char *type = rv_reg_name(st->type_reg);
-
-	printf("  compares:         %s (the callee's id) with %s (the expected id)\n",
-	       rv_reg_name(st->load_reg), type);
-	if (st->stale_base)
-		printf("  note:             no lui: the check adds the id to what %s held before "
-		       "(addi %s, %s, ...), a clang bug for ids within 2 KiB of 0\n",
-		       type, type, type);
-}
-
 static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 {
 	const struct elf_file *ef = s->elf;
-	char loc[96];
+	char loc[96], trap[32];
 	size_t n;
 	const size_t *fns;
 
@@ -117,15 +96,16 @@ static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 	printf("  target register:  %s (the callee's id is read from %s%+" PRId32 ")\n",
 	       kcfi_reg_name(s, st->target_reg), kcfi_reg_name(s, st->target_reg),
 	       st->disp);
-	if (s->arch == KCFI_RISCV64)
-		print_rv_registers(st);
-	if (s->arch == KCFI_ARM64)
-		printf("  trap:             brk #0x%04x\n", st->brk_imm);
-	else
-		printf("  trap:             %s, %s\n", trap_name(s, st),
-		       st->in_traps < 0 ? "no .kcfi_traps section in this image" :
-		       st->in_traps ? "listed in .kcfi_traps" :
-		       "NOT listed in .kcfi_traps");
+	if (s->arch->site_fields) {
+		struct kcfi_fields out = kcfi_text_fields(stdout);
+
+		s->arch->site_fields(&out, st);
+	}
+	printf("  trap:             %s", s->arch->trap_name(st, trap, sizeof(trap)));
+	if (s->arch->lists_traps)
+		printf(", %s", st->in_traps < 0 ? "no .kcfi_traps section in this image" :
+		       st->in_traps ? "listed in .kcfi_traps" : "NOT listed in .kcfi_traps");
+	putchar('\n');
 	printf("  may call %zu function%s with type id 0x%08" PRIx32 "%s:\n", n,
 	       n == 1 ? "" : "s", st->id,
 	       ef->type == ELF_ET_REL ? " in this object (others may be linked in)" : "");

@@ -1,5 +1,7 @@
 #include "insn.h"
 
+#include <stdio.h>
+
 #include "elf.h"
 
 static const char *const x86_regs[16] = {
@@ -10,6 +12,15 @@ static const char *const x86_regs[16] = {
 const char *x86_reg_name(int reg)
 {
 	return reg >= 0 && reg < 16 ? x86_regs[reg] : "?";
+}
+
+/* "x8": in a static buffer, until the next call. */
+const char *a64_reg_name(int reg)
+{
+	static char buf[8];
+
+	snprintf(buf, sizeof(buf), "x%d", reg);
+	return buf;
 }
 
 static int why_not(const char **why, const char *text, int decoded)

@@ -58,6 +58,8 @@ struct a64_check {
 int a64_decode_check(const uint8_t *p, size_t n, struct a64_check *c,
 		     const char **why);
 
+const char *a64_reg_name(int reg); /* "x0" ... "x30": "x" and the number */
+
 /* KCFI brk immediates: 0x8000 | type register << 5 | target register. */
 #define A64_KCFI_BRK_BASE 0x8000u
 #define A64_KCFI_BRK_MASK 0xfc00u

@@ -1,11 +1,12 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "index.h"
-#include "insn.h"
 #include "util.h"
 
 #define TEXT_CLASSES 20  /* type classes listed in the text summary */
@@ -29,14 +30,7 @@ static uint64_t address(const struct kcfi_scan *s, uint32_t sec, uint64_t off)
 
 const char *kcfi_reg_name(const struct kcfi_scan *s, int reg)
 {
-	static char buf[8];
-
-	if (s->arch == KCFI_X86_64)
-		return x86_reg_name(reg);
-	if (s->arch == KCFI_RISCV64)
-		return rv_reg_name(reg);
-	snprintf(buf, sizeof(buf), "x%d", reg);
-	return buf;
+	return s->arch->reg_name(reg);
 }
 
 static const char *type_name(uint16_t type)
@@ -61,16 +55,6 @@ static const char *evidence_name(enum kcfi_evidence e)
 	default:
 		return "known type id";
 	}
-}
-
-static const char *preamble_method(const struct kcfi_scan *s)
-{
-	if (s->arch == KCFI_X86_64)
-		return "__cfi_NAME symbols followed by mov $id,%eax";
-	if (s->has_mapping_symbols)
-		return "word before the entry marked by a $d mapping symbol";
-	return "word before the entry equals an id expected by a check site "
-	       "or defined by a __kcfi_typeid_ symbol (no mapping symbols)";
 }
 
 /* ---- type classes ---- */
@@ -225,7 +209,7 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		fprintf(f, "warning: no symbol table: preambles cannot be found\n");
 
 	fprintf(f, "\nfunctions with a KCFI preamble (%zu):\n", s->nfuncs);
-	fprintf(f, "  preambles found by: %s\n", preamble_method(s));
+	fprintf(f, "  preambles found by: %s\n", s->arch->preamble_method(s));
 	if (s->nfuncs)
 		fprintf(f, "  %-*s  %-10s  %s\n", width, "ENTRY", "TYPE ID", "FUNCTION");
 	for (size_t i = 0; i < s->nfuncs; i++) {
@@ -284,7 +268,8 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		s->nsites, c.site_ids);
 	fprintf(f, "  sites with no function of their type here: %zu\n",
 		c.sites_unreachable);
-	if (kcfi_lists_traps(s->arch)) {
+	/* arm64's traps are not listed: the brk immediate marks them. */
+	if (s->arch->lists_traps) {
 		if (s->has_traps)
 			fprintf(f, "  .kcfi_traps:                 %zu entries, %zu sites "
 				"listed, %zu entries without a site, %zu unresolved\n",
@@ -293,7 +278,7 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		else
 			fprintf(f, "  .kcfi_traps:                 not present\n");
 	}
-	if (s->arch == KCFI_RISCV64)
+	if (s->arch->counts_stale)
 		fprintf(f, "  expected id on a stale register (addi without lui): %zu\n",
 			c.sites_stale);
 	if (s->untyped_checked) {
@@ -332,8 +317,49 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 
 uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn)
 {
-	/* x86_64: the id is the immediate of a 5-byte mov (b8 <id>). */
-	return fn->id_off + (s->arch == KCFI_X86_64 ? 1 : 0);
+	/* x86_64: the id is the immediate of a 5-byte mov (b8 <id>): the
+	 * arch's preamble_before_id counts the opcode. */
+	return fn->id_off + s->arch->preamble_before_id;
+}
+
+/* ---- the field printers of the arch hooks (arch.h) ---- */
+
+static void json_field(const struct kcfi_fields *out, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(out->f, ", \"%s\": ", key);
+	va_start(ap, fmt);
+	vfprintf(out->f, fmt, ap);
+	va_end(ap);
+}
+
+/* kcfi site's lines: "  target register:  ..." */
+static void text_field(const struct kcfi_fields *out, const char *label, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(out->f, "  %-18s", label);
+	va_start(ap, fmt);
+	vfprintf(out->f, fmt, ap);
+	va_end(ap);
+	fputc('\n', out->f);
+}
+
+/* The other output's field. */
+static void no_field(const struct kcfi_fields *out, const char *name, const char *fmt, ...)
+{
+	(void)out, (void)name, (void)fmt;
+}
+
+struct kcfi_fields kcfi_json_fields(FILE *f)
+{
+	return (struct kcfi_fields){ .json = json_field, .text = no_field, .f = f };
+}
+
+struct kcfi_fields kcfi_text_fields(FILE *f)
+{
+	return (struct kcfi_fields){ .json = no_field, .text = text_field, .f = f };
 }
 
 /* ---- JSON ---- */
@@ -376,13 +402,11 @@ void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 	fprintf(f, ", \"length\": %" PRIu32 ", \"type_id\": \"0x%08" PRIx32 "\""
 		", \"target_register\": \"%s\", \"type_id_from\": %" PRId32,
 		st->len, st->id, kcfi_reg_name(s, st->target_reg), st->disp);
-	if (s->arch == KCFI_ARM64)
-		fprintf(f, ", \"brk_immediate\": \"0x%04x\"", st->brk_imm);
-	if (s->arch == KCFI_RISCV64)
-		fprintf(f, ", \"load_register\": \"%s\", \"type_register\": \"%s\", "
-			"\"trap_length\": %u, \"call_length\": %u, \"stale_type_register\": %s",
-			rv_reg_name(st->load_reg), rv_reg_name(st->type_reg), st->trap_len,
-			st->call_len, st->stale_base ? "true" : "false");
+	if (s->arch->site_fields) {
+		struct kcfi_fields out = kcfi_json_fields(f);
+
+		s->arch->site_fields(&out, st);
+	}
 	fprintf(f, ", \"in_kcfi_traps\": %s, \"function\": ",
 		st->in_traps < 0 ? "null" : st->in_traps ? "true" : "false");
 	if (st->func) {
@@ -415,7 +439,7 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 		elf_machine_name(ef->machine),
 		ef->type == ELF_ET_REL ? "REL" : ef->type == ELF_ET_EXEC ? "EXEC" : "DYN");
 	fprintf(f, "  \"preamble_method\": ");
-	kcfi_json_string(f, preamble_method(s));
+	kcfi_json_string(f, s->arch->preamble_method(s));
 
 	fprintf(f, ",\n  \"functions\": [");
 	for (size_t i = 0; i < s->nfuncs; i++) {
@@ -475,7 +499,7 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 			s->traps_unresolved);
 	else
 		fprintf(f, "    \"kcfi_traps\": null,\n");
-	if (s->arch == KCFI_RISCV64)
+	if (s->arch->counts_stale)
 		fprintf(f, "    \"stale_type_register_sites\": %zu,\n", c.sites_stale);
 	if (s->has_types)
 		fprintf(f, "    \"types\": {\"functions\": %zu, \"verified\": %zu, "

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "arch.h"
 #include "scan.h"
 
 /*
@@ -31,6 +32,11 @@ uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *
 
 /* "rax" / "x2" */
 const char *kcfi_reg_name(const struct kcfi_scan *s, int reg);
+
+/* The printers an arch's site_fields hook writes to (arch.h): JSON fields
+ * (", \"KEY\": VALUE"), or kcfi site's text lines, to F. */
+struct kcfi_fields kcfi_json_fields(FILE *f);
+struct kcfi_fields kcfi_text_fields(FILE *f);
 
 void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path);
 void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path);

@@ -1,8 +1,9 @@
 /*
  * The scan's driver: it collects symbols, relocations and __kcfi_typeid_
  * symbols, runs the scanners (scan_sites.c: check sites and .kcfi_traps;
- * scan_preambles.c; scan_untyped.c) and builds the index (index.c) they
- * and the commands look things up in.
+ * scan_preambles.c; scan_untyped.c), whose per-arch parts it reaches
+ * through the machine's entry in arch.c's table, and builds the index
+ * (index.c) they and the commands look things up in.
  *
  * Lookups use sorted arrays and binary search, so a scan is O(n log n) in
  * the number of symbols and linear in the size of the code.
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "dwarf.h"
 #include "index.h"
 #include "scan_internal.h"
@@ -161,19 +163,6 @@ static uint32_t common_id_off(const struct kcfi_scan *s)
 	return best;
 }
 
-/* elf_parse() accepts these three machines only. */
-static enum kcfi_arch arch_of(uint16_t machine)
-{
-	switch (machine) {
-	case ELF_EM_AARCH64:
-		return KCFI_ARM64;
-	case ELF_EM_RISCV:
-		return KCFI_RISCV64;
-	default:
-		return KCFI_X86_64;
-	}
-}
-
 int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 		    char *err, size_t errsize)
 {
@@ -184,7 +173,12 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 
 	memset(s, 0, sizeof(*s));
 	s->elf = ef;
-	s->arch = arch_of(ef->machine);
+	/* elf_parse() accepts the machines of arch.c's table only. */
+	s->arch = kcfi_arch_by_machine(ef->machine);
+	if (!s->arch) {
+		snprintf(err, errsize, "unsupported machine %u", ef->machine);
+		return -1;
+	}
 	s->preamble_disp = 4;
 
 	if (collect_symbols(s, &dmaps, &ndmaps) || collect_typeids(s) ||
@@ -193,8 +187,7 @@ int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,
 	if (ef->type == ELF_ET_REL && collect_code_relocs(ef, &relocs, &nrelocs))
 		goto out;
 
-	if (s->arch == KCFI_X86_64 ? scan_x86_preambles(s, relocs, nrelocs) :
-	    scan_word_preambles(s, relocs, nrelocs, dmaps, ndmaps))
+	if (s->arch->scan_preambles(s, relocs, nrelocs, dmaps, ndmaps))
 		goto out;
 	if (s->nfuncs)
 		qsort(s->funcs, s->nfuncs, sizeof(*s->funcs), cmp_funcs);

@@ -85,10 +85,11 @@ enum kcfi_type_verdict {
 };
 
 struct dwarf_funcs;
+struct kcfi_arch_ops;
 
 struct kcfi_scan {
 	const struct elf_file *elf;
-	enum kcfi_arch arch;
+	const struct kcfi_arch_ops *arch; /* the machine's entry in arch.c */
 
 	struct kcfi_func *funcs;    /* sorted by location */
 	size_t nfuncs;
@@ -122,13 +123,6 @@ struct kcfi_scan {
 	struct kcfi_fsym *fsyms;    /* function symbols sorted by location */
 	size_t nfsyms;
 };
-
-/* Are the arch's traps listed in .kcfi_traps?  arm64's are not: the brk
- * immediate marks them. */
-static inline int kcfi_lists_traps(enum kcfi_arch arch)
-{
-	return arch != KCFI_ARM64;
-}
 
 /* Returns 0, or -1 with a reason in ERR. */
 int kcfi_scan_image(const struct elf_file *ef, struct kcfi_scan *s,

@@ -1,7 +1,8 @@
 /*
  * What the driver (scan.c) and its scanners (scan_sites.c, scan_preambles.c,
- * scan_untyped.c) share: the scanners' entry points and small helpers.
- * Lookups are in index.h.
+ * scan_untyped.c) share: the scanners' entry points and small helpers, and
+ * the per-arch hooks they define for arch.c's table.  Lookups are in
+ * index.h.
  */
 #ifndef KCFI_SCAN_INTERNAL_H
 #define KCFI_SCAN_INTERNAL_H
@@ -43,17 +44,39 @@ static inline int starts_with(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+struct kcfi_decoded;
+
 /* scan_sites.c */
 int scan_sites(struct kcfi_scan *s);
 int scan_traps(struct kcfi_scan *s);
+/* per arch: scan_section, find_check */
+int scan_x86_section(struct kcfi_scan *s, uint32_t sec, size_t *cap);
+int scan_a64_section(struct kcfi_scan *s, uint32_t sec, size_t *cap);
+int scan_rv_section(struct kcfi_scan *s, uint32_t sec, size_t *cap);
+int x86_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f);
+int a64_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f);
+int rv_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f);
 
-/* scan_preambles.c */
+/* scan_preambles.c, per arch: scan_preambles, nop_before, preamble_method,
+ * find_preamble */
 int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs,
-		       size_t nrelocs);
+		       size_t nrelocs, const struct loc *dmaps, size_t ndmaps);
 int scan_word_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 			size_t nrelocs, const struct loc *dmaps, size_t ndmaps);
+uint64_t a64_nop_before(const uint8_t *code, uint64_t pos);
+uint64_t rv_nop_before(const uint8_t *code, uint64_t pos);
+const char *x86_preamble_method(const struct kcfi_scan *s);
+const char *word_preamble_method(const struct kcfi_scan *s);
+int x86_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
+		      size_t *bytes);
+int word_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
+		       size_t *bytes);
 
 /* scan_untyped.c */
 int scan_untyped(struct kcfi_scan *s);
+/* per arch: call_reloc */
+int x86_call_reloc(const struct elf_section *target, const struct elf_rela *r);
+int a64_call_reloc(const struct elf_section *target, const struct elf_rela *r);
+int rv_call_reloc(const struct elf_section *target, const struct elf_rela *r);
 
 #endif

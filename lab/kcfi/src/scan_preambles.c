@@ -1,26 +1,34 @@
 /*
  * Preambles: the type id clang stores before each function that may be
  * called indirectly: x86_64's mov $id,%eax, the data word of arm64 and
- * riscv64.
+ * riscv64.  Each arch's scanner, nops and kcfi decode --preamble finder
+ * are hooks of its entry in arch.c's table.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "elf.h"
 #include "insn.h"
 #include "index.h"
 #include "scan_internal.h"
 
 #define MAX_PADDING 64 /* x86_64: nop bytes around the mov $id, %eax */
+#define X86_NOP 0x90
+#define X86_MOV_EAX 0xb8
 
 /*
  * x86_64: __cfi_NAME: [nop...] b8 <id32> [nop...] NAME:
  * The nops after the mov come from -fpatchable-function-entry=N,N.
+ * The __cfi_ symbols find them: no mapping symbols (DMAPS) are needed.
  */
-int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nrelocs)
+int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nrelocs,
+		       const struct loc *dmaps, size_t ndmaps)
 {
 	const struct elf_file *ef = s->elf;
 	size_t cap = 0;
+
+	(void)dmaps, (void)ndmaps;
 
 	for (size_t i = 1; i < ef->nsymbols; i++) {
 		const struct elf_symbol *sym = &ef->symbols[i];
@@ -86,19 +94,16 @@ oom:
 #define RV_NOP 0x00000013u
 
 /* The length of the nop that ends at POS in CODE, or 0 if none does. */
-static uint64_t nop_before(enum kcfi_arch arch, const uint8_t *code, uint64_t pos)
+uint64_t a64_nop_before(const uint8_t *code, uint64_t pos)
 {
-	if (arch == KCFI_ARM64)
-		return pos >= 4 && elf_rd32(code + pos - 4) == A64_NOP ? 4 : 0;
+	return pos >= 4 && elf_rd32(code + pos - 4) == A64_NOP ? 4 : 0;
+}
+
+uint64_t rv_nop_before(const uint8_t *code, uint64_t pos)
+{
 	if (pos >= 2 && elf_rd16(code + pos - 2) == RV_C_NOP)
 		return 2;
 	return pos >= 4 && elf_rd32(code + pos - 4) == RV_NOP ? 4 : 0;
-}
-
-/* Functions start at instruction boundaries: 4 bytes, or 2 with RVC. */
-static uint64_t insn_align(enum kcfi_arch arch)
-{
-	return arch == KCFI_ARM64 ? 4 : 2;
 }
 
 /* Where the id of the function at FS sits, walking back over nops. */
@@ -118,7 +123,7 @@ static int find_id_word(const struct kcfi_scan *s, const struct kcfi_fsym *fs,
 		if (s->has_mapping_symbols ? index_has_loc(dmaps, ndmaps, fs->sec, *at) :
 		    index_has_u32(ids, nids, elf_rd32(code + *at)))
 			return 1;
-		len = nop_before(s->arch, code, fs->off - pad);
+		len = s->arch->nop_before(code, fs->off - pad);
 		if (!len)
 			return 0;
 		pad += len;
@@ -149,7 +154,8 @@ int scan_word_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 		/* One entry per address: aliases follow the preferred name. */
 		if (i > 0 && fs->sec == fs[-1].sec && fs->off == fs[-1].off)
 			continue;
-		if (index_helper_symbol(fs->name) || fs->off % insn_align(s->arch))
+		/* Functions start at instruction boundaries: 4 bytes, or 2 with RVC. */
+		if (index_helper_symbol(fs->name) || fs->off % s->arch->insn_align)
 			continue;
 		if (!find_id_word(s, fs, ids, nids, dmaps, ndmaps, &at))
 			continue;
@@ -170,4 +176,50 @@ int scan_word_preambles(struct kcfi_scan *s, const struct rloc *relocs,
 oom:
 	free(ids);
 	return -1;
+}
+
+/* How kcfi scan found them, for its output. */
+const char *x86_preamble_method(const struct kcfi_scan *s)
+{
+	(void)s;
+	return "__cfi_NAME symbols followed by mov $id,%eax";
+}
+
+const char *word_preamble_method(const struct kcfi_scan *s)
+{
+	if (s->has_mapping_symbols)
+		return "word before the entry marked by a $d mapping symbol";
+	return "word before the entry equals an id expected by a check site "
+	       "or defined by a __kcfi_typeid_ symbol (no mapping symbols)";
+}
+
+/* ---- kcfi decode --preamble: BYTES end at a function's entry ---- */
+
+/* x86_64: the mov $id,%eax before any nop padding, or none. */
+int x86_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
+		      size_t *bytes)
+{
+	size_t pad = 0;
+
+	while (pad < MAX_PADDING && pad < n && p[n - 1 - pad] == X86_NOP)
+		pad++;
+	if (n < pad + 5 || p[n - pad - 5] != X86_MOV_EAX)
+		return 0;
+	*id = elf_rd32(p + n - pad - 4);
+	*id_off = pad + 4;
+	*bytes = pad + 5;
+	return 1;
+}
+
+/* arm64, riscv64: the word in front of the entry, whatever it is (the
+ * bytes have no mapping symbols to say). */
+int word_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
+		       size_t *bytes)
+{
+	if (n < 4)
+		return 0;
+	*id = elf_rd32(p + n - 4);
+	*id_off = 4;
+	*bytes = 4;
+	return 1;
 }

@@ -1,12 +1,15 @@
 /*
  * Check sites: one linear pass over each code section, matching the
  * instruction sequences insn.c and insn_riscv.c decode; then the
- * .kcfi_traps table (x86_64, riscv64).
+ * .kcfi_traps table (x86_64, riscv64).  Each arch's section scanner,
+ * kcfi decode finder and .kcfi_traps relocations are in its entry of
+ * arch.c's table.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "insn.h"
 #include "index.h"
 #include "scan_internal.h"
@@ -20,8 +23,48 @@ static int cmp_sites(const void *a, const void *b)
 
 /* ---- check sites ---- */
 
+/* Each arch's check C at offset OFF as a site (section and traps unset). */
+static void x86_site(const struct x86_check *c, uint64_t off, struct kcfi_site *site)
+{
+	memset(site, 0, sizeof(*site));
+	site->off = off;
+	site->trap = off + c->trap_off;
+	site->len = (uint32_t)c->len;
+	site->id = c->id;
+	site->target_reg = c->target_reg;
+	site->disp = c->disp;
+}
+
+static void a64_site(const struct a64_check *c, uint64_t off, struct kcfi_site *site)
+{
+	memset(site, 0, sizeof(*site));
+	site->off = off;
+	site->trap = off + c->trap_off;
+	site->len = A64_CHECK_LEN;
+	site->id = c->id;
+	site->target_reg = c->target_reg;
+	site->disp = c->disp;
+	site->brk_imm = c->brk_imm;
+}
+
+static void rv_site(const struct rv_check *c, uint64_t off, struct kcfi_site *site)
+{
+	memset(site, 0, sizeof(*site));
+	site->off = off;
+	site->trap = off + c->trap.off;
+	site->len = (uint32_t)c->len;
+	site->id = c->id;
+	site->target_reg = c->target_reg;
+	site->disp = c->disp;
+	site->load_reg = c->load_reg;
+	site->type_reg = c->type_reg;
+	site->trap_len = (uint8_t)c->trap.len;
+	site->call_len = (uint8_t)c->call.len;
+	site->stale_base = (uint8_t)c->stale_base;
+}
+
 /* x86_64: a check starts with the movl's REX prefix (41). */
-static int scan_x86_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
+int scan_x86_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 {
 	const uint8_t *d = s->elf->sections[sec].data;
 	const uint8_t *p = d, *end = d + s->elf->sections[sec].size;
@@ -34,14 +77,8 @@ static int scan_x86_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 			p++;
 			continue;
 		}
-		memset(&site, 0, sizeof(site));
+		x86_site(&c, (uint64_t)(p - d), &site);
 		site.sec = sec;
-		site.off = (uint64_t)(p - d);
-		site.trap = site.off + c.trap_off;
-		site.len = (uint32_t)c.len;
-		site.id = c.id;
-		site.target_reg = c.target_reg;
-		site.disp = c.disp;
 		site.in_traps = -1;
 		PUSH(s->sites, s->nsites, *cap, site);
 		p += c.len;
@@ -52,7 +89,7 @@ oom:
 }
 
 /* arm64: six words at a word boundary, the first an ldur. */
-static int scan_a64_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
+int scan_a64_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 {
 	const uint8_t *d = s->elf->sections[sec].data;
 	uint64_t size = s->elf->sections[sec].size;
@@ -64,15 +101,8 @@ static int scan_a64_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 		if ((elf_rd32(d + off) & 0xffe00c00u) != 0xb8400000u ||
 		    a64_decode_check(d + off, A64_CHECK_LEN, &c, NULL) != 6)
 			continue;
-		memset(&site, 0, sizeof(site));
+		a64_site(&c, off, &site);
 		site.sec = sec;
-		site.off = off;
-		site.trap = off + c.trap_off;
-		site.len = A64_CHECK_LEN;
-		site.id = c.id;
-		site.target_reg = c.target_reg;
-		site.disp = c.disp;
-		site.brk_imm = c.brk_imm;
 		site.in_traps = -1;
 		PUSH(s->sites, s->nsites, *cap, site);
 		off += A64_CHECK_LEN - 4;
@@ -84,7 +114,7 @@ oom:
 
 /* riscv64: a lw at any 2-byte boundary (the C extension), then the rest
  * of the check and the call it guards. */
-static int scan_rv_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
+int scan_rv_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 {
 	const uint8_t *d = s->elf->sections[sec].data;
 	uint64_t size = s->elf->sections[sec].size;
@@ -96,19 +126,8 @@ static int scan_rv_section(struct kcfi_scan *s, uint32_t sec, size_t *cap)
 		if (!rv_maybe_check(d + off, (size_t)(size - off)) ||
 		    rv_decode_check(d + off, (size_t)(size - off), &c, NULL) != RV_CHECK_STEPS)
 			continue;
-		memset(&site, 0, sizeof(site));
+		rv_site(&c, off, &site);
 		site.sec = sec;
-		site.off = off;
-		site.trap = off + c.trap.off;
-		site.len = (uint32_t)c.len;
-		site.id = c.id;
-		site.target_reg = c.target_reg;
-		site.disp = c.disp;
-		site.load_reg = c.load_reg;
-		site.type_reg = c.type_reg;
-		site.trap_len = (uint8_t)c.trap.len;
-		site.call_len = (uint8_t)c.call.len;
-		site.stale_base = (uint8_t)c.stale_base;
 		site.in_traps = -1;
 		PUSH(s->sites, s->nsites, *cap, site);
 		off += c.len - 2;
@@ -120,20 +139,64 @@ oom:
 
 int scan_sites(struct kcfi_scan *s)
 {
-	static int (*const scan_section[])(struct kcfi_scan *, uint32_t, size_t *) = {
-		[KCFI_X86_64] = scan_x86_section,
-		[KCFI_ARM64] = scan_a64_section,
-		[KCFI_RISCV64] = scan_rv_section,
-	};
 	size_t cap = 0;
 
 	for (uint32_t sec = 1; sec < s->elf->nsections; sec++)
-		if (kcfi_is_code(s->elf, sec) && scan_section[s->arch](s, sec, &cap))
+		if (kcfi_is_code(s->elf, sec) && s->arch->scan_section(s, sec, &cap))
 			return -1;
 	if (s->nsites)
 		qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_sites);
 	return 0;
 }
+
+/* ---- kcfi decode: the first check in a run of code bytes ----
+ * The same decoders, tried at every offset the arch's checks may start at. */
+
+int x86_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct x86_check c;
+
+		if (x86_decode_check(p + i, n - i, &c, NULL) == 4) {
+			x86_site(&c, i, &f->site);
+			f->check_reg = x86_reg_name(c.temp_reg);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int a64_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f)
+{
+	for (size_t i = 0; i + A64_CHECK_LEN <= n; i += 4) {
+		struct a64_check c;
+
+		if (a64_decode_check(p + i, n - i, &c, NULL) == 6) {
+			a64_site(&c, i, &f->site);
+			f->check_reg = NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* riscv64: checks start at 2-byte boundaries (the C extension). */
+int rv_find_check(const uint8_t *p, size_t n, struct kcfi_decoded *f)
+{
+	for (size_t i = 0; i + 4 <= n; i += 2) {
+		struct rv_check c;
+
+		if (rv_maybe_check(p + i, n - i) &&
+		    rv_decode_check(p + i, n - i, &c, NULL) == RV_CHECK_STEPS) {
+			rv_site(&c, i, &f->site);
+			f->check_reg = NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- .kcfi_traps ---- */
 
 static int is_traps_section(const struct elf_section *sec)
 {
@@ -197,10 +260,11 @@ static int reloc_target(const struct elf_file *ef, const struct elf_rela *r, str
  * riscv64 makes an entry PC-relative with a pair of relocations at its
  * offset: R_RISCV_ADD32 of the trap, then R_RISCV_SUB32 of a label at the
  * entry itself (linker relaxation may move the code, so the assembler
- * leaves the difference to the linker).  Is relocation K that SUB32?
+ * leaves the difference to the linker).  Is relocation K that second one,
+ * of type TYPE?
  */
-static int rv_sub_of_entry(const struct elf_file *ef, const struct elf_section *rela,
-			   size_t k, uint32_t traps_sec, uint64_t entry)
+static int sub_of_entry(const struct elf_file *ef, const struct elf_section *rela,
+			size_t k, uint32_t type, uint32_t traps_sec, uint64_t entry)
 {
 	struct elf_rela r;
 	struct loc l;
@@ -208,18 +272,20 @@ static int rv_sub_of_entry(const struct elf_file *ef, const struct elf_section *
 	if (k >= elf_rela_count(rela))
 		return 0;
 	elf_rela_get(rela, k, &r);
-	return r.type == R_RISCV_SUB32 && r.offset == entry && reloc_target(ef, &r, &l) &&
+	return r.type == type && r.offset == entry && reloc_target(ef, &r, &l) &&
 	       l.sec == traps_sec && l.off == entry;
 }
 
 /*
  * Relocatable file: the entries are 0; relocations name the traps: one
- * R_X86_64_PC32 an entry on x86_64, an R_RISCV_ADD32/SUB32 pair on riscv64.
+ * R_X86_64_PC32 an entry on x86_64, an R_RISCV_ADD32/SUB32 pair on riscv64
+ * (the arch's traps_reloc and traps_reloc_sub).
  */
 static int read_rel_entries(struct kcfi_scan *s, const struct elf_section *sec,
 			    const struct elf_section *rela, struct traps *t)
 {
 	const struct elf_file *ef = s->elf;
+	const struct kcfi_arch_ops *a = s->arch;
 	uint32_t secno = (uint32_t)(sec - ef->sections);
 	size_t nentries = sec->data ? sec->size / 4 : 0;
 	size_t count = rela ? elf_rela_count(rela) : 0;
@@ -233,9 +299,9 @@ static int read_rel_entries(struct kcfi_scan *s, const struct elf_section *sec,
 		elf_rela_get(rela, k, &rel);
 		if (rel.offset >= sec->size)
 			continue;
-		if (s->arch == KCFI_RISCV64 ?
-		    rel.type != R_RISCV_ADD32 || !rv_sub_of_entry(ef, rela, k + 1, secno, rel.offset) :
-		    rel.type != R_X86_64_PC32)
+		if (rel.type != a->traps_reloc ||
+		    (a->traps_reloc_sub &&
+		     !sub_of_entry(ef, rela, k + 1, a->traps_reloc_sub, secno, rel.offset)))
 			continue;
 		if (!reloc_target(ef, &rel, &l))
 			continue;

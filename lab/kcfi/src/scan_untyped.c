@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "index.h"
 #include "scan_internal.h"
 
@@ -38,32 +39,11 @@ static int static_call_trampoline(const struct elf_file *ef, const struct kcfi_f
 	       starts_with(ef->sections[f->sec].name, ".static_call");
 }
 
-/*
- * riscv64: a direct call, jump or branch; or one term of a difference of
- * two labels (R_RISCV_ADD*, SUB*, SET*, 32_PCREL), which tables in data
- * (.alternative, jump tables, DWARF) use because linker relaxation moves
- * code: an offset, not a pointer anyone calls.
- */
-static int rv_not_address(uint32_t type)
-{
-	return type == R_RISCV_BRANCH || type == R_RISCV_JAL || type == R_RISCV_CALL ||
-	       type == R_RISCV_CALL_PLT || type == R_RISCV_RVC_BRANCH ||
-	       type == R_RISCV_RVC_JUMP ||
-	       (type >= R_RISCV_ADD8 && type <= R_RISCV_SUB64) ||
-	       (type >= R_RISCV_SUB6 && type <= R_RISCV_32_PCREL) ||
-	       type == R_RISCV_SET_ULEB128 || type == R_RISCV_SUB_ULEB128;
-}
+/* ---- call_reloc (arch.c): a direct call or jump, not an address ---- */
 
-/* A relocation that is a direct call or jump (or riscv64's label
- * differences), not an address. */
-static int call_reloc(const struct kcfi_scan *s, const struct elf_section *target,
-		      const struct elf_rela *r)
+/* x86_64: a PLT32, or a PC32 that is the rel32 of a call, jmp or jcc. */
+int x86_call_reloc(const struct elf_section *target, const struct elf_rela *r)
 {
-	if (s->arch == KCFI_RISCV64)
-		return rv_not_address(r->type);
-	if (s->arch == KCFI_ARM64)
-		return r->type == R_AARCH64_CALL26 || r->type == R_AARCH64_JUMP26 ||
-		       r->type == R_AARCH64_CONDBR19 || r->type == R_AARCH64_TSTBR14;
 	if (r->type == R_X86_64_PLT32)
 		return 1;
 	if (r->type == R_X86_64_PC32 && (target->flags & ELF_SHF_EXECINSTR) &&
@@ -76,6 +56,32 @@ static int call_reloc(const struct kcfi_scan *s, const struct elf_section *targe
 			(op & 0xf0) == 0x80);
 	}
 	return 0;
+}
+
+int a64_call_reloc(const struct elf_section *target, const struct elf_rela *r)
+{
+	(void)target;
+	return r->type == R_AARCH64_CALL26 || r->type == R_AARCH64_JUMP26 ||
+	       r->type == R_AARCH64_CONDBR19 || r->type == R_AARCH64_TSTBR14;
+}
+
+/*
+ * riscv64: a direct call, jump or branch; or one term of a difference of
+ * two labels (R_RISCV_ADD*, SUB*, SET*, 32_PCREL), which tables in data
+ * (.alternative, jump tables, DWARF) use because linker relaxation moves
+ * code: an offset, not a pointer anyone calls.
+ */
+int rv_call_reloc(const struct elf_section *target, const struct elf_rela *r)
+{
+	uint32_t type = r->type;
+
+	(void)target;
+	return type == R_RISCV_BRANCH || type == R_RISCV_JAL || type == R_RISCV_CALL ||
+	       type == R_RISCV_CALL_PLT || type == R_RISCV_RVC_BRANCH ||
+	       type == R_RISCV_RVC_JUMP ||
+	       (type >= R_RISCV_ADD8 && type <= R_RISCV_SUB64) ||
+	       (type >= R_RISCV_SUB6 && type <= R_RISCV_32_PCREL) ||
+	       type == R_RISCV_SET_ULEB128 || type == R_RISCV_SUB_ULEB128;
 }
 
 static int cmp_untyped(const void *a, const void *b)
@@ -120,7 +126,7 @@ int scan_untyped(struct kcfi_scan *s)
 			uint64_t off;
 
 			elf_rela_get(rs, k, &r);
-			if (r.sym == 0 || r.sym >= ef->nsymbols || call_reloc(s, target, &r))
+			if (r.sym == 0 || r.sym >= ef->nsymbols || s->arch->call_reloc(target, &r))
 				continue;
 			sym = &ef->symbols[r.sym];
 			if (!kcfi_symbol_location(ef, sym, &sec, &off) || !kcfi_is_code(ef, sec))
@@ -128,7 +134,7 @@ int scan_untyped(struct kcfi_scan *s)
 			if (sym->type == ELF_STT_SECTION) {
 				off += (uint64_t)r.addend;
 				/* lea f(%rip): the addend also skips the 4-byte field */
-				if (s->arch == KCFI_X86_64 && r.type == R_X86_64_PC32 &&
+				if (s->arch->lea_reloc && r.type == s->arch->lea_reloc &&
 				    (target->flags & ELF_SHF_EXECINSTR))
 					off += 4;
 			} else if (sym->type != ELF_STT_FUNC) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "arch.h"
 #include "dwarf.h"
 #include "mangle.h"
 #include "scan.h"
@@ -60,7 +61,7 @@ int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t err
 			free(mangled);
 			if (fn->id_known && fn->id == hash)
 				verdict = KCFI_TYPE_OK;
-			else if (fn->id_known && s->arch == KCFI_X86_64 && endbr_masked(hash) &&
+			else if (fn->id_known && s->arch->masks_endbr && endbr_masked(hash) &&
 				 fn->id == hash + 1)
 				verdict = KCFI_TYPE_MASKED;
 			else
