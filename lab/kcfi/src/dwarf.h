@@ -2,7 +2,8 @@
  * Function prototypes from an image's DWARF, read with elfutils' libdw,
  * as the canonical C types clang hands to the Itanium mangler: typedefs
  * resolved (an anonymous struct, union or enum takes its typedef's name),
- * top-level parameter qualifiers dropped.
+ * top-level parameter qualifiers dropped.  The files behind it:
+ * dwarf_internal.h.
  */
 #ifndef KCFI_DWARF_H
 #define KCFI_DWARF_H
