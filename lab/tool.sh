@@ -90,7 +90,9 @@ tool_prune() {
 
 # tool_llvm_args: LLVM_ARCH=SUFFIX, a line for each arch file: the
 # suffix of this host's toolchain for the oldest kernel that has the arch,
-# whose output make check takes for reference.
+# whose output make check takes for reference; and LLVM_LATEST=SUFFIX,
+# the newest kernel's, whose clang make check asks for what came later
+# (the FNV-1a hash, arity in the x86 preamble) when it has it.
 tool_llvm_args() {
 	local a k
 	[ -n "$LAB_HOST" ] || return 0
@@ -98,6 +100,8 @@ tool_llvm_args() {
 		k=$(kernel_for_arch "$a") || continue
 		printf 'LLVM_%s=%s\n' "$a" "${LAB_CONF["host/$k.llvm"]}"
 	done
+	for k in $(lab_kernels); do :; done
+	printf 'LLVM_LATEST=%s\n' "${LAB_CONF["host/$k.llvm"]}"
 }
 
 # tool_toolchains: every kernel's toolchain that lives in the lab's home

@@ -13,13 +13,16 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: kcfi hash [-v] PROTOTYPE...\n"
-	"       kcfi hash [-v] -             (prototypes from stdin, one per line)\n"
-	"       kcfi hash --mangled NAME...  (NAME with or without _ZTS)\n"
+	"usage: kcfi hash [-v] [--hash HASH] PROTOTYPE...\n"
+	"       kcfi hash [-v] [--hash HASH] -    (prototypes from stdin, one per line)\n"
+	"       kcfi hash --mangled NAME...       (NAME with or without _ZTS)\n"
 	"       kcfi hash --image IMAGE PROTOTYPE...\n"
 	"  Print the 32-bit KCFI type id clang -fsanitize=kcfi assigns to a C\n"
 	"  function type: low 32 bits of xxHash64(\"_ZTS\" + Itanium mangling).\n"
 	"  -v also prints the mangled name.  Example: kcfi hash 'void (int *)'\n"
+	"  --hash fnv1a: 32-bit FNV-1a over the same string instead, as LLVM 22\n"
+	"  hashes with -fsanitize-kcfi-hash=FNV-1a and GCC's KCFI does;\n"
+	"  --hash xxhash64 is the default.\n"
 	"  --image takes typedef names from IMAGE's DWARF (a vmlinux, module or\n"
 	"  object with debug info), as its source spells them:\n"
 	"  'int (FSE_DTable *, U32)'.\n";
@@ -27,6 +30,7 @@ static const char usage[] =
 struct options {
 	int verbose;
 	int mangled;
+	enum kcfi_hash hash;
 	struct dwarf_funcs *dwarf; /* --image */
 };
 
@@ -62,7 +66,7 @@ static int hash_one(const struct options *o, const char *text)
 	uint32_t id;
 
 	if (o->mangled) {
-		id = kcfi_typeid(text, NULL, 0);
+		id = kcfi_typeid_with(o->hash, text, NULL, 0);
 		printf("0x%08" PRIx32 "  %s%s\n", id,
 		       strncmp(text, "_ZTS", 4) == 0 ? "" : "_ZTS", text);
 		return 0;
@@ -89,7 +93,7 @@ static int hash_one(const struct options *o, const char *text)
 			kcfi_err("hash", "cannot parse '%s': %s", quoted(text, q, sizeof(q)), err);
 			return EXIT_INPUT;
 		}
-		id = kcfi_typeid(name, hashed, sizeof(hashed));
+		id = kcfi_typeid_with(o->hash, name, hashed, sizeof(hashed));
 		free(name);
 	}
 	if (o->verbose)
@@ -145,6 +149,18 @@ int cmd_hash(int argc, char **argv)
 			image = argv[++i];
 			continue;
 		}
+		if (!options_done && (strcmp(a, "--hash") == 0 || strncmp(a, "--hash=", 7) == 0)) {
+			const char *name = a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL;
+			int h = name ? kcfi_hash_named(name) : -1;
+
+			if (!name)
+				return kcfi_usage_err("hash", usage, "--hash needs xxhash64 or fnv1a");
+			if (h < 0)
+				return kcfi_usage_err("hash", usage,
+						      "unknown hash '%s' (xxhash64 or fnv1a)", name);
+			o.hash = (enum kcfi_hash)h;
+			continue;
+		}
 		if (options_done || a[0] != '-' || strcmp(a, "-") == 0)
 			nops++;
 		else if (strcmp(a, "--") == 0)
@@ -183,7 +199,7 @@ int cmd_hash(int argc, char **argv)
 			options_done = 1;
 			continue;
 		}
-		if (!options_done && strcmp(a, "--image") == 0) {
+		if (!options_done && (strcmp(a, "--image") == 0 || strcmp(a, "--hash") == 0)) {
 			i++;
 			continue;
 		}

@@ -181,6 +181,43 @@ else
 	done
 fi
 
+# ---------------------------------------------------------------------------
+# 1b. kcfi hash --hash fnv1a agrees with the ids clang$LLVM_LATEST emits
+#     with LLVM 22's FNV-1a hash (the newest kernel's clang, when it has it)
+# ---------------------------------------------------------------------------
+latest=clang${LLVM_LATEST:-}
+if [ -z "${LLVM_LATEST:-}" ] || ! command -v "$latest" >/dev/null; then
+	echo "skip - hash --hash fnv1a: no LLVM_LATEST clang (./run.sh test passes the newest kernel's)"
+elif ! "$latest" -Xclang -fsanitize-kcfi-hash=FNV-1a -fsanitize=kcfi -c -x c /dev/null -o /dev/null 2>/dev/null; then
+	echo "skip - hash --hash fnv1a: $latest has no FNV-1a KCFI hash (LLVM 22 added it)"
+else
+	: >"$BUILD/fnv1a-clang-ids.txt"
+	for part in "$BUILD"/batch[0-9][0-9]; do
+		if ! "$latest" --target=x86_64-linux-gnu -O2 -fsanitize=kcfi -Xclang -fsanitize-kcfi-hash=FNV-1a -w \
+			-include "$HERE/prelude.h" -c "$part.c" -o "$part.fnv1a.o" 2>"$part.fnv1a.err"; then
+			fail "$latest rejected $part.c with the FNV-1a hash: $(head -n 3 "$part.fnv1a.err")"
+			continue
+		fi
+		"$(tool llvm-objdump x86_64)" -d "$part.fnv1a.o" | awk -v exec=0 -f "$HERE/objdump-ref.awk" |
+			awk '$1 == "F" && $4 ~ /^kcfi_fn_/ { sub(/^kcfi_fn_/, "", $4); print $4, $3 }' \
+				>>"$BUILD/fnv1a-clang-ids.txt"
+	done
+	"$KCFI" hash --hash fnv1a - <"$BUILD/protos-hash-input.txt" |
+		awk '{ print NR - 1, substr($1, 3) }' | sort -k1,1 >"$BUILD/fnv1a-kcfi-ids.txt"
+	joined=$(join -j 1 <(sort -k1,1 "$BUILD/fnv1a-clang-ids.txt") "$BUILD/fnv1a-kcfi-ids.txt")
+	mismatches=$(awk '$2 != $3' <<<"$joined" | sort -n)
+	# The same prototypes with both hashes: no id may agree by accident.
+	same=$(join -j 1 <(sort -k1,1 "$BUILD/fnv1a-clang-ids.txt") <(sort -k1,1 "$BUILD/clang-ids.sorted") | awk '$2 == $3' | wc -l)
+	if [ "$(wc -l <<<"$joined")" -eq "$total" ] && [ -z "$mismatches" ] && [ "$same" -eq 0 ]; then
+		pass "hash --hash fnv1a: $total prototypes match $latest's FNV-1a ids, 0 mismatches, none equal to its xxHash64 id"
+	else
+		fail "hash --hash fnv1a: compared $(wc -l <<<"$joined") of $total, $same equal to the xxHash64 ids; mismatches:"
+		printf '%s\n' "$mismatches" | sed -n 1,10p | while read -r n want got; do
+			echo "    $(sed -n "$((n + 1))p" "$BUILD/protos-hash-input.txt"): clang 0x$want, kcfi 0x$got"
+		done
+	fi
+fi
+
 # --mangled hashes exactly the given name, with or without _ZTS.
 if [ "$("$KCFI" hash --mangled FvPiE _ZTSFiPiE)" = "$(printf '0x7e0c52a5  _ZTSFvPiE\n0x3ad55aca  _ZTSFiPiE')" ]; then
 	pass "hash --mangled, with and without _ZTS"
