@@ -222,6 +222,12 @@ class Preamble(gdb.Command):
             return
         at = addr - p["id_offset"]
         print("%s at 0x%x: type id 0x%08x (the 4 bytes at 0x%x)" % (arg, addr, p["type_id"], at))
+        if "preamble_register" in p:
+            # x86_64: the register of the mov; with -fsanitize-kcfi-arity
+            # (Linux 7.3's FINEIBT_BHI) it counts the register arguments.
+            print("the preamble's register: %s (with -fsanitize-kcfi-arity: arity %d%s)"
+                  % (p["preamble_register"], p["arity_if_encoded"],
+                     ", some arguments on the stack" if p["arity_if_encoded"] == 7 else ""))
         gdb.execute("x/1i 0x%x" % (addr - p["preamble_bytes"]))
 
 

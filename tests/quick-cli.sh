@@ -179,6 +179,50 @@ test_kcfi_subcommand_agrees_with_clang() {
 	expect_exit 2 lab kcfi frobnicate
 }
 
+# What came after the lab's first kernels, against the newest kernel's
+# clang: LLVM 22's FNV-1a hash (kcfi hash --hash fnv1a) and LLVM 21's
+# arity (kcfi scan's "arity"), on functions that read 0 to 8 arguments.
+# The ids and registers come from clang's output, read by llvm-objdump.
+test_kcfi_fnv1a_and_arity_agree_with_clang() {
+	local latest cc objdump k i args sum proto want got reg
+	local src="$TEST_TMP/latest.c" regs="eax ecx edx ebx esp ebp esi edi"
+	tool_toolchains
+	latest=$(tool_llvm_args | sed -n 's/^LLVM_LATEST=//p')
+	cc=clang$latest objdump=llvm-objdump$latest
+	have "$cc" || skip "$cc is not installed (./run.sh setup --kernel $(lab_kernels | sed -n '$p'))"
+	"$cc" -fsanitize=kcfi -fsanitize-kcfi-arity -Xclang -fsanitize-kcfi-hash=FNV-1a -c -x c /dev/null -o /dev/null 2>/dev/null ||
+		skip "$cc has neither LLVM 22's FNV-1a hash nor arity"
+	for k in 0 1 2 3 4 5 6 7 8; do
+		args="" sum=0
+		for ((i = 1; i <= k; i++)); do
+			args="$args${args:+, }long a$i" sum="$sum + a$i"
+		done
+		echo "long reads$k(${args:-void}) { return $sum; }"
+		echo "void *reads${k}_p = reads$k;"
+	done >"$src"
+	"$cc" -O2 -fsanitize=kcfi -fsanitize-kcfi-arity -c -o "$TEST_TMP/arity.o" "$src"
+	"$cc" -O2 -fsanitize=kcfi -Xclang -fsanitize-kcfi-hash=FNV-1a -c -o "$TEST_TMP/fnv1a.o" "$src"
+	lab kcfi scan --json "$TEST_TMP/arity.o" >"$TEST_TMP/arity.json"
+	for k in 0 1 2 3 4 5 6 7 8; do
+		reg=$("$objdump" -d --disassemble-symbols="__cfi_reads$k" "$TEST_TMP/arity.o" |
+			sed -nE 's/.*movl[[:space:]]+[$]0x[0-9a-f]+, %(e[a-z]{2}).*/\1/p')
+		want=$(awk -v r="$reg" '{ for (i = 1; i <= NF; i++) if ($i == r) print i - 1 }' <<<"$regs")
+		[ -n "$want" ] || fail "reads$k: no preamble register in clang's output ('$reg')"
+		got=$(python3 -c 'import json, sys; print([f["arity"] for f in json.load(open(sys.argv[1]))["functions"] if f["name"] == sys.argv[2]])' \
+			"$TEST_TMP/arity.json" "reads$k")
+		assert_eq "$got" "[$want]" "reads$k: kcfi's arity, $cc's register %$reg"
+		proto="long (void)"
+		[ "$k" = 0 ] || proto="long ($(printf 'long, %.0s' $(seq "$k") | sed 's/, $//'))"
+		want=$("$objdump" -d --disassemble-symbols="__cfi_reads$k" "$TEST_TMP/fnv1a.o" |
+			sed -nE 's/.*movl[[:space:]]+[$]0x([0-9a-f]+), %eax.*/\1/p')
+		[ -n "$want" ] || fail "reads$k: no FNV-1a id in clang's output"
+		got=$(lab kcfi hash --hash fnv1a "$proto" | awk '{ print $1 }')
+		assert_eq "$got" "$(printf '0x%08x' "0x$want")" "$proto: kcfi hash --hash fnv1a vs $cc"
+	done
+	python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; sys.exit(s["arity"] is not True)' "$TEST_TMP/arity.json" ||
+		fail "scan --json does not say the image has arity"
+}
+
 test_kcfi_tool_is_built_once_out_of_the_tree() {
 	have make || skip "make is not installed (./run.sh setup)"
 	local home="$TEST_TMP/tool home" fake="$TEST_TMP/failing-make" tool

@@ -11,6 +11,7 @@
 
 #include "explain.h"
 #include "insn.h"
+#include "report.h"
 #include "scan_internal.h"
 
 /* ---- printing a check site ---- */
@@ -32,6 +33,20 @@ static const char *rv_trap_name(const struct kcfi_site *st, char *buf, size_t si
 {
 	(void)buf, (void)size;
 	return st->trap_len == 2 ? "c.ebreak" : "ebreak";
+}
+
+/* The preamble's register, and with -fsanitize-kcfi-arity what it says. */
+static void x86_func_fields(const struct kcfi_fields *out, const struct kcfi_scan *s,
+			    const struct kcfi_func *fn)
+{
+	out->json(out, "preamble_register", "\"%s\"", x86_reg32_name(fn->preamble_reg));
+	if (!s->has_arity) {
+		out->json(out, "arity", "null");
+		return;
+	}
+	out->json(out, "arity", "%u", fn->preamble_reg);
+	out->text(out, "arity:", "%u, %s (the preamble's register: %s)", fn->preamble_reg,
+		  kcfi_arity_words(fn->preamble_reg), x86_reg32_name(fn->preamble_reg));
 }
 
 /* Text: in the trap line (a64_trap_name). */
@@ -83,6 +98,8 @@ static const struct kcfi_arch_ops arches[] = {
 		.call_reloc = x86_call_reloc,
 		.lea_reloc = R_X86_64_PC32,
 		.trap_name = x86_trap_name,
+		.func_fields = x86_func_fields,
+		.preamble_reg_name = x86_reg32_name,
 		.find_check = x86_find_check,
 		.find_preamble = x86_find_preamble,
 		.explain = explain_x86,

@@ -84,14 +84,22 @@ struct kcfi_arch_ops {
 	/* The fields only this arch's sites have, for both outputs (struct
 	 * kcfi_fields); NULL: none. */
 	void (*site_fields)(const struct kcfi_fields *out, const struct kcfi_site *st);
+	/* The same for a function's preamble (x86_64: its register, and the
+	 * arity it encodes); NULL: none. */
+	void (*func_fields)(const struct kcfi_fields *out, const struct kcfi_scan *s,
+			    const struct kcfi_func *fn);
+	/* The name of the register a preamble's id is moved into, by number
+	 * (x86_64: "eax" ... "edi"); NULL where the id is a data word. */
+	const char *(*preamble_reg_name)(int reg);
 
 	/* ---- kcfi decode and kcfi explain (scan_*.c, explain.c) ---- */
 	/* The first check in P (N bytes): 1, or 0 when there is none. */
 	int (*find_check)(const uint8_t *p, size_t n, struct kcfi_decoded *f);
 	/* The preamble ending at the end of P: 1 with its id, the id's
-	 * distance from the end and the preamble's length, or 0. */
+	 * distance from the end, the preamble's length and the register it
+	 * names (x86_64's mov; -1: none), or 0. */
 	int (*find_preamble)(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
-			     size_t *bytes);
+			     size_t *bytes, int *reg);
 	int (*explain)(int nvalues, char **values);   /* explain.h */
 	const char *explain_one;      /* explain takes one value, this; NULL: bytes */
 };

@@ -29,7 +29,8 @@ static const char usage[] =
 	"  the trap's offset.  Exit 1 when there is none.  (riscv64: the call\n"
 	"  after the trap must be in the bytes too.)\n"
 	"  --preamble: BYTES end at a function's entry; print the type id its\n"
-	"  preamble holds (x86_64: none without the mov $id,%eax).\n";
+	"  preamble holds (x86_64: none without the mov $id,%reg; a register\n"
+	"  other than eax is the arity of -fsanitize-kcfi-arity).\n";
 
 #define MAX_CODE 4096
 
@@ -38,18 +39,29 @@ static int print_preamble(const struct kcfi_arch_ops *a, const uint8_t *p, size_
 {
 	uint32_t id = 0;
 	size_t id_off = 4, bytes = 4;
-	int found = a->find_preamble(p, n, &id, &id_off, &bytes);
+	int reg = -1;
+	int found = a->find_preamble(p, n, &id, &id_off, &bytes, &reg);
 
-	if (json && found)
+	if (json && found) {
 		printf("{\"arch\": \"%s\", \"type_id\": \"0x%08" PRIx32 "\", \"id_offset\": %zu"
-		       ", \"preamble_bytes\": %zu}\n", a->name, id, id_off, bytes);
-	else if (json)
+		       ", \"preamble_bytes\": %zu", a->name, id, id_off, bytes);
+		/* One preamble cannot say whether eax means no arguments or
+		 * no -fsanitize-kcfi-arity: the register, and its count. */
+		if (reg >= 0)
+			printf(", \"preamble_register\": \"%s\", \"arity_if_encoded\": %d",
+			       a->preamble_reg_name(reg), reg);
+		printf("}\n");
+	} else if (json) {
 		printf("{\"arch\": \"%s\", \"type_id\": null, \"preamble_bytes\": 0}\n", a->name);
-	else if (found)
+	} else if (found) {
 		printf("0x%08" PRIx32 "  (%zu bytes before the entry; preamble %zu bytes)\n",
 		       id, id_off, bytes);
-	else
+		if (reg > 0)
+			printf("register %s: with -fsanitize-kcfi-arity, %s\n",
+			       a->preamble_reg_name(reg), kcfi_arity_words((unsigned int)reg));
+	} else {
 		printf("none\n");
+	}
 	return 0;
 }
 

@@ -76,6 +76,11 @@ static void print_text(const struct kcfi_scan *s, size_t i)
 	else if (s->has_types)
 		printf("  (%s)", kcfi_type_verdict_name(s->type_verdict[i]));
 	printf("\n");
+	if (s->arch->func_fields) {
+		struct kcfi_fields out = kcfi_text_fields(stdout);
+
+		s->arch->func_fields(&out, s, fn);
+	}
 }
 
 static void print_json(const struct kcfi_scan *s, const struct kcfi_func *fn, int *first)

@@ -116,6 +116,9 @@ static void print_site(const struct kcfi_scan *s, const struct kcfi_site *st)
 		printf("    %s  %s", loc, fn->name);
 		if (s->has_types && s->protos[fns[i]])
 			printf("  %s", s->protos[fns[i]]);
+		if (s->has_arity)
+			printf("  (arity %u: %s)", fn->preamble_reg,
+			       kcfi_arity_words(fn->preamble_reg));
 		putchar('\n');
 	}
 	for (size_t i = 0; i < s->ntypeids; i++)

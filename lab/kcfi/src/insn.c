@@ -14,6 +14,15 @@ const char *x86_reg_name(int reg)
 	return reg >= 0 && reg < 16 ? x86_regs[reg] : "?";
 }
 
+static const char *const x86_regs32[8] = {
+	"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
+};
+
+const char *x86_reg32_name(int reg)
+{
+	return reg >= 0 && reg < 8 ? x86_regs32[reg] : "?";
+}
+
 /* "x8": in a static buffer, until the next call. */
 const char *a64_reg_name(int reg)
 {

@@ -40,6 +40,7 @@ int x86_decode_check(const uint8_t *p, size_t n, struct x86_check *c,
 		     const char **why);
 
 const char *x86_reg_name(int reg); /* "rax" ... "r15" */
+const char *x86_reg32_name(int reg); /* "eax" ... "edi" */
 
 struct a64_check {
 	uint32_t id;

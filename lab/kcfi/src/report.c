@@ -33,6 +33,15 @@ const char *kcfi_reg_name(const struct kcfi_scan *s, int reg)
 	return s->arch->reg_name(reg);
 }
 
+/* BY[k]: how many functions have arity k. */
+static void arity_counts(const struct kcfi_scan *s, size_t by[8])
+{
+	for (unsigned int k = 0; k < 8; k++)
+		by[k] = 0;
+	for (size_t i = 0; i < s->nfuncs; i++)
+		by[s->funcs[i].preamble_reg & 7]++;
+}
+
 static const char *type_name(uint16_t type)
 {
 	switch (type) {
@@ -224,6 +233,8 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 				fn->id_known ? "" : ", undefined here");
 		if (fn->id_off != s->preamble_disp)
 			fprintf(f, "  (id at entry-%" PRIu32 ")", fn->id_off);
+		if (s->has_arity)
+			fprintf(f, "  (arity %u)", fn->preamble_reg);
 		if (s->has_types)
 			fprintf(f, "  %s", s->protos[i] ? s->protos[i] :
 				kcfi_type_verdict_name(s->type_verdict[i]));
@@ -264,6 +275,18 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 	fprintf(f, "  distinct type ids:           %zu\n", nclasses);
 	fprintf(f, "  type id offset:              entry-%" PRIu32 "\n",
 		s->preamble_disp);
+	if (s->arch->preamble_reg_name && s->has_arity) {
+		size_t by[8];
+
+		arity_counts(s, by);
+		fprintf(f, "  arity in the preamble:       yes (-fsanitize-kcfi-arity); functions by arity:");
+		for (unsigned int k = 0; k < 8; k++)
+			fprintf(f, " %u:%zu", k, by[k]);
+		fputc('\n', f);
+	} else if (s->arch->preamble_reg_name) {
+		fprintf(f, "  arity in the preamble:       no (every preamble moves its id into %s)\n",
+			s->arch->preamble_reg_name(0));
+	}
 	fprintf(f, "  check sites:                 %zu (%zu distinct type ids)\n",
 		s->nsites, c.site_ids);
 	fprintf(f, "  sites with no function of their type here: %zu\n",
@@ -313,6 +336,18 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		}
 	}
 	free(cls);
+}
+
+const char *kcfi_arity_words(unsigned int arity)
+{
+	static const char *const words[8] = {
+		"no arguments in registers", "1 argument in registers",
+		"2 arguments in registers", "3 arguments in registers",
+		"4 arguments in registers", "5 arguments in registers",
+		"6 arguments in registers", "arguments on the stack as well",
+	};
+
+	return arity < 8 ? words[arity] : "?";
 }
 
 uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn)
@@ -380,6 +415,11 @@ void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 	if (fn->id_sym) {
 		fprintf(f, ", \"id_symbol\": ");
 		kcfi_json_string(f, fn->id_sym);
+	}
+	if (s->arch->func_fields) {
+		struct kcfi_fields out = kcfi_json_fields(f);
+
+		s->arch->func_fields(&out, s, fn);
 	}
 	if (s->has_types) {
 		size_t i = func_index(s, fn);
@@ -488,6 +528,17 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 	fprintf(f, "    \"functions\": %zu,\n    \"distinct_type_ids\": %zu,\n",
 		s->nfuncs, nclasses);
 	fprintf(f, "    \"type_id_offset\": %" PRIu32 ",\n", s->preamble_disp);
+	if (s->arch->preamble_reg_name && s->has_arity) {
+		size_t by[8];
+
+		arity_counts(s, by);
+		fprintf(f, "    \"arity\": true,\n    \"functions_by_arity\": [");
+		for (unsigned int k = 0; k < 8; k++)
+			fprintf(f, "%s%zu", k ? ", " : "", by[k]);
+		fprintf(f, "],\n");
+	} else if (s->arch->preamble_reg_name) {
+		fprintf(f, "    \"arity\": false,\n");
+	}
 	fprintf(f, "    \"check_sites\": %zu,\n    \"check_site_type_ids\": %zu,\n",
 		s->nsites, c.site_ids);
 	fprintf(f, "    \"sites_without_function_of_type\": %zu,\n",

@@ -29,6 +29,8 @@ void kcfi_json_site_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 /* Bytes from a function's preamble to its entry (x86_64: the mov and
  * the nops after it; arm64: the id word and any padding after it). */
 uint32_t kcfi_preamble_bytes(const struct kcfi_scan *s, const struct kcfi_func *fn);
+/* An arity (-fsanitize-kcfi-arity, 0-7) in words: "2 arguments in registers". */
+const char *kcfi_arity_words(unsigned int arity);
 
 /* "rax" / "x2" */
 const char *kcfi_reg_name(const struct kcfi_scan *s, int reg);

@@ -32,6 +32,13 @@ struct kcfi_func {
 	const char *id_sym;   /* symbol a relocation on the id refers to */
 	uint32_t id_off;      /* the id starts id_off bytes before the entry */
 	enum kcfi_evidence evidence;
+	/*
+	 * x86_64: the register of the preamble's mov $id (0 eax, 1 ecx, 2 edx,
+	 * 3 ebx, 4 esp, 5 ebp, 6 esi, 7 edi).  With -fsanitize-kcfi-arity
+	 * (LLVM 21+) it is the function's arity: how many arguments arrive in
+	 * registers, 7 when some arrive on the stack.  Without, always eax.
+	 */
+	uint8_t preamble_reg;
 };
 
 struct kcfi_site {
@@ -107,6 +114,8 @@ struct kcfi_scan {
 	size_t ntraps;              /* entries */
 	size_t traps_unresolved;    /* entries we could not resolve */
 	size_t traps_without_site;  /* entries pointing at no check site */
+
+	int has_arity;              /* some preamble's register is not eax */
 
 	int has_symbols;
 	int has_mapping_symbols;    /* $x/$d (arm64, riscv64) */

@@ -68,9 +68,9 @@ uint64_t rv_nop_before(const uint8_t *code, uint64_t pos);
 const char *x86_preamble_method(const struct kcfi_scan *s);
 const char *word_preamble_method(const struct kcfi_scan *s);
 int x86_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
-		      size_t *bytes);
+		      size_t *bytes, int *reg);
 int word_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
-		       size_t *bytes);
+		       size_t *bytes, int *reg);
 
 /* scan_untyped.c */
 int scan_untyped(struct kcfi_scan *s);

@@ -15,7 +15,9 @@
 
 #define MAX_PADDING 64 /* x86_64: nop bytes around the mov $id, %eax */
 #define X86_NOP 0x90
-#define X86_MOV_EAX 0xb8
+/* mov $imm32, %r32: 0xb8 + the register's number */
+#define X86_MOV_R32 0xb8
+#define X86_MOV_R32_MASK 0xf8
 
 /*
  * x86_64: __cfi_NAME: [nop...] b8 <id32> [nop...] NAME:
@@ -48,7 +50,8 @@ int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nr
 		for (mov = off; mov < sec->size && mov - off < MAX_PADDING &&
 		     (sec->data[mov] == 0x90 || sec->data[mov] == 0xcc); mov++)
 			;
-		if (mov + 5 > sec->size || sec->data[mov] != 0xb8)
+		if (mov + 5 > sec->size ||
+		    (sec->data[mov] & X86_MOV_R32_MASK) != X86_MOV_R32)
 			continue;
 		/* The entry is where NAME starts, after at most a run of nops. */
 		for (entry = mov + 5; entry <= sec->size && entry - mov - 5 <= MAX_PADDING;
@@ -67,6 +70,9 @@ int scan_x86_preambles(struct kcfi_scan *s, const struct rloc *relocs, size_t nr
 		f.id_known = 1;
 		f.id_off = (uint32_t)(entry - (mov + 1));
 		f.evidence = KCFI_EV_CFI_SYMBOL;
+		f.preamble_reg = sec->data[mov] & ~X86_MOV_R32_MASK;
+		if (f.preamble_reg)
+			s->has_arity = 1;
 		if (ef->type == ELF_ET_REL)
 			index_resolve_id_reloc(s, relocs, nrelocs, &f, mov + 1);
 		PUSH(s->funcs, s->nfuncs, cap, f);
@@ -181,7 +187,8 @@ oom:
 /* How kcfi scan found them, for its output. */
 const char *x86_preamble_method(const struct kcfi_scan *s)
 {
-	(void)s;
+	if (s->has_arity)
+		return "__cfi_NAME symbols followed by mov $id,%reg (the register: the arity)";
 	return "__cfi_NAME symbols followed by mov $id,%eax";
 }
 
@@ -195,27 +202,29 @@ const char *word_preamble_method(const struct kcfi_scan *s)
 
 /* ---- kcfi decode --preamble: BYTES end at a function's entry ---- */
 
-/* x86_64: the mov $id,%eax before any nop padding, or none. */
+/* x86_64: the mov $id,%reg before any nop padding, or none. */
 int x86_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
-		      size_t *bytes)
+		      size_t *bytes, int *reg)
 {
 	size_t pad = 0;
 
 	while (pad < MAX_PADDING && pad < n && p[n - 1 - pad] == X86_NOP)
 		pad++;
-	if (n < pad + 5 || p[n - pad - 5] != X86_MOV_EAX)
+	if (n < pad + 5 || (p[n - pad - 5] & X86_MOV_R32_MASK) != X86_MOV_R32)
 		return 0;
 	*id = elf_rd32(p + n - pad - 4);
 	*id_off = pad + 4;
 	*bytes = pad + 5;
+	*reg = p[n - pad - 5] & ~X86_MOV_R32_MASK;
 	return 1;
 }
 
 /* arm64, riscv64: the word in front of the entry, whatever it is (the
  * bytes have no mapping symbols to say). */
 int word_find_preamble(const uint8_t *p, size_t n, uint32_t *id, size_t *id_off,
-		       size_t *bytes)
+		       size_t *bytes, int *reg)
 {
+	*reg = -1;
 	if (n < 4)
 		return 0;
 	*id = elf_rd32(p + n - 4);

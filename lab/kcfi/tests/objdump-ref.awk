@@ -3,6 +3,8 @@
 # -v exec=1 for linked images (locations are addresses), exec=0 for .o
 # files (locations are SECTION:OFFSET).  Records (hex without 0x):
 #   F LOC ID NAME              preamble: type id ID before function NAME
+#   R LOC REG NAME             x86_64: the register of its movl (eax; with
+#                              -fsanitize-kcfi-arity, the arguments' count)
 #   S LOC ID REG               check site: trap at LOC, expected ID, target REG
 #   XB ID REG CREG BYTES...    x86_64: the check's bytes (movl..ud2), CREG
 #                              the register it computes in (r10 or r11)
@@ -93,9 +95,12 @@ function rvpreamble(a,    pad, d) {
 		if (name !~ /^[.$]/ && (id = rvpreamble(hex2num(addr))) != "") print "F", loc(addr), id, name
 		resetsite(); next
 	}
-	if (cfi != "" && name == cfi && cfiid != "") print "F", loc(addr), hex8(hex2num(cfiid)), name
+	if (cfi != "" && name == cfi && cfiid != "") {
+		print "F", loc(addr), hex8(hex2num(cfiid)), name
+		print "R", loc(addr), cfireg, name
+	}
 	else if (word != "" && name !~ /^__cfi_/) print "F", loc(addr), hex8(hex2num(word)), name
-	cfi = ""; cfiid = ""; word = ""; inword = 0
+	cfi = ""; cfiid = ""; cfireg = ""; word = ""; inword = 0
 	if (name ~ /^__cfi_/) cfi = substr(name, 7)
 	resetsite(); next
 }
@@ -108,7 +113,11 @@ function rvpreamble(a,    pad, d) {
 		next
 	}
 	if (mn != "nop") word = ""
-	if (cfi != "" && mn == "movl" && ops ~ /, %eax/) cfiid = hexof(ops)
+	# The register is eax, or with -fsanitize-kcfi-arity the one that
+	# says how many arguments arrive in registers.
+	if (cfi != "" && mn == "movl" && ops ~ /^\$0x[0-9a-f]+, %e(ax|cx|dx|bx|sp|bp|si|di)( |$)/) {
+		cfiid = hexof(ops); cfireg = ops; sub(/^.*%/, "", cfireg); sub(/ .*$/, "", cfireg)
+	}
 
 	# x86_64: movl $-id, %r10d; addl -D(%reg), %r10d; je; ud2
 	if (mn == "movl" && ops ~ /^\$0x[0-9a-f]+, %r1[01]d/) {

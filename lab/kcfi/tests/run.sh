@@ -218,6 +218,62 @@ else
 	fi
 fi
 
+# ---------------------------------------------------------------------------
+# 1c. kcfi scan reads the arity of -fsanitize-kcfi-arity (LLVM 21+) from
+#     x86_64 preambles as clang$LLVM_LATEST emits them: llvm-objdump names
+#     the register of each __cfi_ preamble's movl, and the x86 encoding
+#     order of the 32-bit registers is the count
+# ---------------------------------------------------------------------------
+if [ -z "${LLVM_LATEST:-}" ] || ! command -v "$latest" >/dev/null; then
+	echo "skip - scan arity: no LLVM_LATEST clang (./run.sh test passes the newest kernel's)"
+elif ! "$latest" -fsanitize=kcfi -fsanitize-kcfi-arity -c -x c /dev/null -o /dev/null 2>/dev/null; then
+	echo "skip - scan arity: $latest has no -fsanitize-kcfi-arity (LLVM 21 added it)"
+else
+	: >"$BUILD/arity-clang.txt"
+	: >"$BUILD/arity-kcfi.txt"
+	bad=""
+	# The batches' functions are empty, and clang counts the argument
+	# registers a function reads: functions that read 0 to 8 arguments
+	# give every register its turn.
+	for k in 0 1 2 3 4 5 6 7 8; do
+		args="" sum="0"
+		for ((i = 1; i <= k; i++)); do
+			args="$args${args:+, }long a$i" sum="$sum + a$i"
+		done
+		echo "long kcfi_fn_reads$k(${args:-void}) { return $sum; }"
+		echo "void *kcfi_fn_reads${k}_p = kcfi_fn_reads$k;"
+	done >"$BUILD/batchreads.c"
+	for part in "$BUILD"/batch[0-9][0-9] "$BUILD/batchreads"; do
+		if ! "$latest" --target=x86_64-linux-gnu -O2 -fsanitize=kcfi -fsanitize-kcfi-arity -w \
+			-include "$HERE/prelude.h" -c "$part.c" -o "$part.arity.o" 2>"$part.arity.err"; then
+			bad="$bad; $latest rejected $part.c with -fsanitize-kcfi-arity: $(head -n 1 "$part.arity.err")"
+			continue
+		fi
+		"$(tool llvm-objdump x86_64)" -d "$part.arity.o" | awk -v exec=0 -f "$HERE/objdump-ref.awk" |
+			awk 'BEGIN { n = split("eax ecx edx ebx esp ebp esi edi", r, " "); for (i = 1; i <= n; i++) count[r[i]] = i - 1 }
+				$1 == "R" && $4 ~ /^kcfi_fn_/ { print $4, ($3 in count) ? count[$3] : "?" }' >>"$BUILD/arity-clang.txt"
+		"$KCFI" scan --json "$part.arity.o" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+if d["summary"].get("arity") is not True:
+    print("summary-arity", d["summary"].get("arity"))
+for f in d["functions"]:
+    if f["name"].startswith("kcfi_fn_"):
+        print(f["name"], f.get("arity"))' >>"$BUILD/arity-kcfi.txt"
+	done
+	# The same batch without the flag: an image without arity says so.
+	no_arity=$("$KCFI" scan --json "$BUILD/batch00.x86_64.o" | python3 -c 'import json, sys; print(json.load(sys.stdin)["summary"].get("arity"))')
+	[ "$no_arity" = False ] || bad="$bad; an object built without -fsanitize-kcfi-arity: summary arity $no_arity"
+	diffs=$(diff <(sort "$BUILD/arity-clang.txt") <(sort "$BUILD/arity-kcfi.txt") | sed -n 1,10p || true)
+	n=$(wc -l <"$BUILD/arity-clang.txt")
+	kinds=$(awk '{ print $2 }' "$BUILD/arity-clang.txt" | sort -u | tr '\n' ' ')
+	if [ -z "$bad" ] && [ -z "$diffs" ] && [ "$n" -eq "$((total + 9))" ] && [ "$kinds" = "0 1 2 3 4 5 6 7 " ]; then
+		pass "scan arity: $n preambles of $latest -fsanitize-kcfi-arity, the register's count as llvm-objdump names it (arities seen: $kinds)"
+	else
+		fail "scan arity: ${bad#; } $n of $((total + 9)) preambles compared, arities seen: $kinds; differences (< objdump, > kcfi): $diffs"
+	fi
+fi
+
 # --mangled hashes exactly the given name, with or without _ZTS.
 if [ "$("$KCFI" hash --mangled FvPiE _ZTSFiPiE)" = "$(printf '0x7e0c52a5  _ZTSFvPiE\n0x3ad55aca  _ZTSFiPiE')" ]; then
 	pass "hash --mangled, with and without _ZTS"
