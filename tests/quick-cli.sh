@@ -221,6 +221,15 @@ test_kcfi_fnv1a_and_arity_agree_with_clang() {
 	done
 	python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; sys.exit(s["arity"] is not True)' "$TEST_TMP/arity.json" ||
 		fail "scan --json does not say the image has arity"
+	# scan --types explains each arity that is not the number of C
+	# parameters: a struct in two registers, a double, a stack argument.
+	"$cc" -g -O2 -fsanitize=kcfi -fsanitize-kcfi-arity -c -o "$TEST_TMP/demo.o" "$KCFI_LAB_ROOT/lab/kcfi/tests/arity-demo.c"
+	got=$(lab kcfi scan --types --json "$TEST_TMP/demo.o" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join("%s=%s" % (f["name"], f.get("arity_against_prototype")) for f in d["functions"]))')
+	assert_eq "$got" "f=the C parameters call=the C parameters pair=two registers for one argument half=floating-point arguments seven=stack arguments" \
+		"scan --types on lab/kcfi/tests/arity-demo.c"
 }
 
 test_kcfi_tool_is_built_once_out_of_the_tree() {

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "arity.h"
 #include "explain.h"
 #include "insn.h"
 #include "report.h"
@@ -100,6 +101,7 @@ static const struct kcfi_arch_ops arches[] = {
 		.trap_name = x86_trap_name,
 		.func_fields = x86_func_fields,
 		.preamble_reg_name = x86_reg32_name,
+		.arity_why = x86_arity_why,
 		.find_check = x86_find_check,
 		.find_preamble = x86_find_preamble,
 		.explain = explain_x86,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cdecl.h"
 #include "elf.h"
 #include "index.h"
 #include "scan.h"
@@ -88,6 +89,9 @@ struct kcfi_arch_ops {
 	 * arity it encodes); NULL: none. */
 	void (*func_fields)(const struct kcfi_fields *out, const struct kcfi_scan *s,
 			    const struct kcfi_func *fn);
+	/* With arity: why ARITY differs from FN's number of C parameters
+	 * (enum kcfi_arity_why, arity.h), by the arch's calling convention. */
+	int (*arity_why)(const struct ctype *fn, unsigned int arity);
 	/* The name of the register a preamble's id is moved into, by number
 	 * (x86_64: "eax" ... "edi"); NULL where the id is a data word. */
 	const char *(*preamble_reg_name)(int reg);

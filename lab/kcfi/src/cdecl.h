@@ -31,7 +31,7 @@ struct ctype {
 				    * (a typedef name): for printing only */
 	size_t name_len;
 	const struct ctype *inner; /* pointee, element or return type */
-	int has_size;              /* CT_ARRAY */
+	int has_size;              /* CT_ARRAY; CT_TAG from DWARF: its bytes */
 	unsigned long long size;
 	const struct cparam *params; /* CT_FUNCTION */
 	size_t nparams;

@@ -102,6 +102,18 @@ const char *dw_base_name(const char *code)
 	return code;
 }
 
+/* A struct, union or enum's size in bytes, when DWARF has it: how the
+ * x86_64 ABI passes it (in registers up to 16 bytes) depends on it. */
+static void tag_size(struct ctype *t, Dwarf_Die *die)
+{
+	Dwarf_Word size;
+
+	if (dwarf_aggregate_size(die, &size) == 0) {
+		t->size = size;
+		t->has_size = 1;
+	}
+}
+
 static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
 			  const char **why);
 
@@ -339,6 +351,7 @@ static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
 				return NULL;
 			t->name = name;
 			t->name_len = strlen(name);
+			tag_size(t, &under);
 			return t;
 		}
 		return conv_ref(d, die, depth, why);
@@ -364,6 +377,7 @@ static struct ctype *conv(struct dwarf_funcs *d, Dwarf_Die *die, int depth,
 		t->name = name;
 		t->name_len = strlen(name);
 		t->tag = tag_keyword(tag);
+		tag_size(t, die);
 		return t;
 	case DW_TAG_array_type:
 		return conv_array(d, die, depth, why);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "arity.h"
 #include "index.h"
 #include "util.h"
 
@@ -233,7 +234,10 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 				fn->id_known ? "" : ", undefined here");
 		if (fn->id_off != s->preamble_disp)
 			fprintf(f, "  (id at entry-%" PRIu32 ")", fn->id_off);
-		if (s->has_arity)
+		if (s->has_arity && s->arity_why && s->arity_why[i] > KCFI_ARITY_SAME)
+			fprintf(f, "  (arity %u: %s)", fn->preamble_reg,
+				kcfi_arity_why_name(s->arity_why[i]));
+		else if (s->has_arity)
 			fprintf(f, "  (arity %u)", fn->preamble_reg);
 		if (s->has_types)
 			fprintf(f, "  %s", s->protos[i] ? s->protos[i] :
@@ -283,6 +287,13 @@ void kcfi_print_text(FILE *f, const struct kcfi_scan *s, const char *path)
 		for (unsigned int k = 0; k < 8; k++)
 			fprintf(f, " %u:%zu", k, by[k]);
 		fputc('\n', f);
+		if (s->arity_why) {
+			fprintf(f, "  arity against the prototype: ");
+			for (int k = 0; k < KCFI_ARITY_NWHY; k++)
+				fprintf(f, "%s%s %zu", k ? ", " : "", kcfi_arity_why_name(k),
+					s->arity_why_counts[k]);
+			fputc('\n', f);
+		}
 	} else if (s->arch->preamble_reg_name) {
 		fprintf(f, "  arity in the preamble:       no (every preamble moves its id into %s)\n",
 			s->arch->preamble_reg_name(0));
@@ -431,6 +442,10 @@ void kcfi_json_func_fields(FILE *f, const struct kcfi_scan *s, const struct kcfi
 			fprintf(f, "null");
 		fprintf(f, ", \"type_check\": ");
 		kcfi_json_string(f, kcfi_type_verdict_name(s->type_verdict[i]));
+		if (s->arity_why && s->arity_why[i] >= 0) {
+			fprintf(f, ", \"arity_against_prototype\": ");
+			kcfi_json_string(f, kcfi_arity_why_name(s->arity_why[i]));
+		}
 	}
 }
 
@@ -536,6 +551,15 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 		for (unsigned int k = 0; k < 8; k++)
 			fprintf(f, "%s%zu", k ? ", " : "", by[k]);
 		fprintf(f, "],\n");
+		if (s->arity_why) {
+			fprintf(f, "    \"arity_against_prototype\": {");
+			for (int k = 0; k < KCFI_ARITY_NWHY; k++) {
+				fprintf(f, "%s", k ? ", " : "");
+				kcfi_json_string(f, kcfi_arity_why_name(k));
+				fprintf(f, ": %zu", s->arity_why_counts[k]);
+			}
+			fprintf(f, "},\n");
+		}
 	} else if (s->arch->preamble_reg_name) {
 		fprintf(f, "    \"arity\": false,\n");
 	}

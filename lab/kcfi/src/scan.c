@@ -242,6 +242,7 @@ void kcfi_scan_free(struct kcfi_scan *s)
 	free(s->fsyms);
 	free(s->protos);
 	free(s->type_verdict);
+	free(s->arity_why);
 	dwarf_funcs_close(s->dwarf);
 	memset(s, 0, sizeof(*s));
 }

@@ -127,6 +127,10 @@ struct kcfi_scan {
 	const char **protos;
 	signed char *type_verdict;  /* enum kcfi_type_verdict */
 	size_t type_counts[5];
+	/* With arity too: per function, why its arity differs from its
+	 * number of C parameters (enum kcfi_arity_why; -1: no prototype). */
+	signed char *arity_why;
+	size_t arity_why_counts[8];
 	struct dwarf_funcs *dwarf;
 
 	struct kcfi_fsym *fsyms;    /* function symbols sorted by location */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "arch.h"
+#include "arity.h"
 #include "dwarf.h"
 #include "mangle.h"
 #include "scan.h"
@@ -35,7 +36,9 @@ int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t err
 		return -1;
 	s->protos = calloc(s->nfuncs ? s->nfuncs : 1, sizeof(*s->protos));
 	s->type_verdict = calloc(s->nfuncs ? s->nfuncs : 1, sizeof(*s->type_verdict));
-	if (!s->protos || !s->type_verdict) {
+	if (s->has_arity && s->arch->arity_why)
+		s->arity_why = calloc(s->nfuncs ? s->nfuncs : 1, sizeof(*s->arity_why));
+	if (!s->protos || !s->type_verdict || (s->has_arity && s->arch->arity_why && !s->arity_why)) {
 		snprintf(err, errsize, "%s: out of memory", path);
 		return -1;
 	}
@@ -70,6 +73,13 @@ int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t err
 		}
 		s->type_verdict[i] = (signed char)verdict;
 		s->type_counts[verdict]++;
+		if (s->arity_why) {
+			int why = t ? s->arch->arity_why(t, fn->preamble_reg) : -1;
+
+			s->arity_why[i] = (signed char)why;
+			if (why >= 0)
+				s->arity_why_counts[why]++;
+		}
 	}
 	s->has_types = 1;
 	return 0;
