@@ -124,8 +124,8 @@ fetch_source() {
 # LAB_TOOLCHAIN_BIN that finds those libraries and nothing of the host's
 # changes. A toolchain from a newer release than the host's (one whose
 # packages would replace the host's C library) comes with every package
-# it needs, C library included, and runs on that release's dynamic
-# loader (toolchain_wrapper).
+# it needs, C library included, and its programs are made to run on
+# that release's dynamic loader (toolchain_root_patch).
 fetch_toolchain() {
 	local suites root deb cmd status dir="$KCFI_LAB_HOME/apt-toolchain" debarch
 	suites=$(host_kernel_get toolchain_suites)
@@ -144,6 +144,9 @@ fetch_toolchain() {
 	if ! suite_closure "$dir" "$debarch" "$status" "${pkgs[@]}" >/dev/null 2>&1; then
 		info "${pkgs[*]} need a newer C library than this host's: fetching a root of their own"
 		status=$dir/status
+		# The release's own patchelf, run on its loader, points the
+		# root's programs at that loader.
+		pkgs+=(patchelf)
 	fi
 	rm -rf "$root.tmp" "$LAB_TOOLCHAIN_BIN"
 	mkdir -p "$root.tmp" "$LAB_TOOLCHAIN_BIN"
@@ -151,6 +154,7 @@ fetch_toolchain() {
 	for deb in "$dir/debs/"*.deb; do
 		dpkg-deb -x "$deb" "$root.tmp"
 	done
+	toolchain_root_patch "$root.tmp" "$root"
 	rm -rf "$root" "$dir/debs"
 	mv "$root.tmp" "$root"
 	for cmd in "$root"/usr/bin/*"$KCFI_LAB_LLVM"; do
@@ -161,49 +165,86 @@ fetch_toolchain() {
 	toolchain_ready || die "the toolchain fetched from $suites does not run (see $root)"
 }
 
-# toolchain_wrapper ROOT CMD: a script that runs CMD (a command unpacked
-# into ROOT) with ROOT's libraries. When ROOT holds a C library of its
-# own, CMD runs on ROOT's dynamic loader, whose library path puts
-# ROOT's libraries first. The program then sees the loader as its own
-# executable, so a clang is told where its resource directory is (its
-# headers), and each command is run by the name it was installed as.
-toolchain_wrapper() {
-	local root=$1 cmd=$2 libs="" d loader real res
-	for d in "$root"/usr/lib/*-linux-gnu* "$root"/lib/*-linux-gnu*; do
-		[ -d "$d" ] && libs="$libs${libs:+:}$d"
-	done
-	loader=$(compgen -G "$root/usr/lib/*-linux-gnu*/ld-linux*.so.*" | sed -n 1p)
-	echo '#!/bin/bash'
-	if [ -z "$loader" ]; then
-		# shellcheck disable=SC2016 # the wrapper's own expansions
-		printf 'LD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' "$libs" "$cmd"
-		return 0
-	fi
-	real=$cmd
-	if [ -L "$cmd" ]; then
-		# One link deep: usr/bin/ld.lld-N names llvm's ld.lld, itself a
-		# link to the generic lld, which takes its flavour from the name.
-		real=$(cd "${cmd%/*}" && realpath -s "$(readlink "$cmd")")
-	fi
-	for d in "$root"/usr/lib/llvm*/lib/clang/*; do
-		[ -d "$d/include" ] && res=$d
-	done
-	case "${real##*/}" in
-	clang | clang-[0-9]* | clang++ | clang-cpp)
-		[ -n "${res:-}" ] || die "no clang resource directory in $root"
-		printf 'exec %q --library-path %q %q -resource-dir %q "$@"\n' "$loader" "$libs" "$real" "$res"
-		;;
-	*) printf 'exec %q --library-path %q %q "$@"\n' "$loader" "$libs" "$real" ;;
-	esac
+# root_loader ROOT: the dynamic loader ROOT holds (a root with a C
+# library of its own), or nothing.
+root_loader() {
+	compgen -G "$1/usr/lib/*-linux-gnu*/ld-linux*.so.*" | sed -n 1p
 }
 
-# toolchain_ready: every command of the lab kernel's toolchain runs.
+# root_libs ROOT: ROOT's library directories, separated by ":".
+root_libs() {
+	local d libs=""
+	for d in "$1"/usr/lib/*-linux-gnu* "$1"/lib/*-linux-gnu* "$1"/usr/lib/llvm*/lib; do
+		[ -d "$d" ] && libs="$libs${libs:+:}$d"
+	done
+	echo "$libs"
+}
+
+# toolchain_root_patch DIR ROOT: when DIR (to be moved to ROOT) holds a
+# C library of its own, make every program in it start on ROOT's
+# loader, and every program and library look for its libraries in
+# ROOT first. A program run through the loader (ld.so PROGRAM) would see
+# the loader as its own executable: a clang that re-runs itself for a
+# second job (compile and link) would run the loader instead. The
+# search path is an RPATH, which the loader also applies to the
+# libraries a library loads, and never an environment variable, which
+# the host's own programs (a linker a clang runs) would inherit.
+toolchain_root_patch() {
+	local dir=$1 root=$2 loader libs f
+	loader=$(root_loader "$dir")
+	[ -n "$loader" ] || return 0
+	libs=$(root_libs "$dir")
+	local -a patchelf=("$loader" --library-path "$libs" "$dir/usr/bin/patchelf")
+	libs=${libs//"$dir"/"$root"}
+	while IFS= read -r -d '' f; do
+		# Programs only: the C library has an interpreter too (it runs),
+		# and it is what patchelf itself runs on.
+		if [[ "$f" == */bin/* ]] && "${patchelf[@]}" --print-interpreter "$f" >/dev/null 2>&1; then
+			"${patchelf[@]}" --set-interpreter "${loader/"$dir"/"$root"}" "$f" ||
+				die "could not point $f at the loader of $root"
+		elif [ -z "$("${patchelf[@]}" --print-rpath "$f" 2>/dev/null)" ]; then
+			continue
+		fi
+		"${patchelf[@]}" --force-rpath --set-rpath "$libs" "$f" ||
+			die "could not point $f at the libraries of $root"
+	done < <(find "$dir/usr/lib" "$dir/usr/bin" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
+		! -path '*/gconv/*' ! -name patchelf -print0)
+}
+
+# toolchain_wrapper ROOT CMD: a script that runs CMD (a command unpacked
+# into ROOT) with ROOT's libraries: a command patched to start on
+# ROOT's loader runs as it is; otherwise the library path puts ROOT's
+# libraries first.
+toolchain_wrapper() {
+	local root=$1 cmd=$2
+	echo '#!/bin/bash'
+	if [ -n "$(root_loader "$root")" ]; then
+		printf 'exec %q "$@"\n' "$cmd"
+	else
+		# shellcheck disable=SC2016 # the wrapper's own expansions
+		printf 'LD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' "$(root_libs "$root")" "$cmd"
+	fi
+}
+
+# toolchain_ready: every command of the lab kernel's toolchain runs, and
+# its clang compiles and links a program in one call (two jobs: the
+# second runs the compiler's own executable again, as the kernel's
+# host programs do).
 toolchain_ready() {
 	local entry cmd
 	for entry in $(toolchain_packages); do
 		cmd=${entry#*:}
 		[ -x "$LAB_TOOLCHAIN_BIN/$cmd" ] && "$LAB_TOOLCHAIN_BIN/$cmd" --version >/dev/null 2>&1 || return 1
 	done
+	local out
+	out=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-cc.XXXXXX")
+	printf 'int main(void) { return 0; }\n' >"$out/t.c"
+	if "$LAB_TOOLCHAIN_BIN/clang$KCFI_LAB_LLVM" -o "$out/t" "$out/t.c" >/dev/null 2>&1 && "$out/t"; then
+		rm -rf "$out"
+		return 0
+	fi
+	rm -rf "$out"
+	return 1
 }
 
 # host_debian_arch: dpkg's name for this machine's arch.

@@ -186,6 +186,12 @@ test_newer_toolchain_runs_from_a_root_of_its_own() {
 		got=$(lab kcfi func "$TEST_TMP/newer-f.o" f | awk 'NR == 1 { print $1 }')
 		want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
 		assert_eq "$got" "$want" "the id clang$KCFI_LAB_LLVM of Linux $k gives void (int *)"
+		# Compile and link in one call: the compiler runs its own
+		# executable again for the second job (the kernel's host programs).
+		printf 'int main(void) { return 0; }\n' >"$TEST_TMP/newer-main.c"
+		"$cc" -o "$TEST_TMP/newer-main" "$TEST_TMP/newer-main.c" ||
+			fail "Linux $k: clang$KCFI_LAB_LLVM cannot compile and link in one call"
+		"$TEST_TMP/newer-main" || fail "Linux $k: the program clang$KCFI_LAB_LLVM linked does not run"
 		echo "Linux $k: $("$cc" --version | sed -n 1p), on $libc"
 	done
 	[ -n "$found" ] || skip "no kernel's toolchain needs a newer C library than this host's"
