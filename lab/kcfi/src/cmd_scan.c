@@ -17,7 +17,8 @@ static const char usage[] =
 	"  --types reads each function's prototype from the image's DWARF,\n"
 	"  names each type id by it, and verifies every preamble's id against\n"
 	"  the hash of its prototype (an image, module or object with debug\n"
-	"  info).\n";
+	"  info).  It also tells which hash the ids were made with (xxHash64 or\n"
+	"  LLVM 22's FNV-1a): the one most of them match.\n";
 
 int cmd_scan(int argc, char **argv)
 {

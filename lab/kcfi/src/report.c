@@ -178,12 +178,37 @@ static size_t func_index(const struct kcfi_scan *s, const struct kcfi_func *fn)
 	return (size_t)(fn - s->funcs);
 }
 
+/* The hash the ids were made with, and how many match each other one. */
+static void print_hash_text(FILE *f, const struct kcfi_scan *s)
+{
+	const char *sep = "";
+
+	fprintf(f, "  hash of the ids:             ");
+	if (s->type_hash >= 0) {
+		size_t n = s->hash_matches[s->type_hash];
+
+		fprintf(f, "%s (%zu preamble%s match", kcfi_hash_name(s->type_hash), n,
+			n == 1 ? "" : "s");
+		sep = "; ";
+	} else {
+		fprintf(f, "unknown (");
+	}
+	for (int h = 0; h < KCFI_NHASHES; h++) {
+		if (h == s->type_hash)
+			continue;
+		fprintf(f, "%s%s: %zu", sep, kcfi_hash_name(h), s->hash_matches[h]);
+		sep = ", ";
+	}
+	fprintf(f, ")\n");
+}
+
 static void print_types_text(FILE *f, const struct kcfi_scan *s)
 {
 	size_t ok = s->type_counts[KCFI_TYPE_OK] + s->type_counts[KCFI_TYPE_MASKED];
 	static const int listed[] = { KCFI_TYPE_DISAGREE, KCFI_TYPE_UNEXPRESSIBLE,
 				      KCFI_TYPE_NO_DWARF };
 
+	print_hash_text(f, s);
 	fprintf(f, "  types from DWARF:            verified %zu of %zu "
 		"(hash of the prototype == the preamble's id", ok, s->nfuncs);
 	if (s->type_counts[KCFI_TYPE_MASKED])
@@ -481,6 +506,30 @@ void kcfi_json_loc(FILE *f, const struct kcfi_scan *s, const char *key,
 		off, address(s, sec, off));
 }
 
+/* The summary's "types": the verdicts' counts, the hash of the ids (null:
+ * unknown) and how many preambles each hash matches. */
+static void json_types_summary(FILE *f, const struct kcfi_scan *s)
+{
+	fprintf(f, "    \"types\": {\"functions\": %zu, \"verified\": %zu, "
+		"\"endbr_masked\": %zu, \"disagree\": %zu, \"not_in_dwarf\": %zu, "
+		"\"not_expressible\": %zu, \"hash\": ", s->nfuncs,
+		s->type_counts[KCFI_TYPE_OK] + s->type_counts[KCFI_TYPE_MASKED],
+		s->type_counts[KCFI_TYPE_MASKED], s->type_counts[KCFI_TYPE_DISAGREE],
+		s->type_counts[KCFI_TYPE_NO_DWARF],
+		s->type_counts[KCFI_TYPE_UNEXPRESSIBLE]);
+	if (s->type_hash >= 0)
+		kcfi_json_string(f, kcfi_hash_name(s->type_hash));
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"hash_matches\": {");
+	for (int h = 0; h < KCFI_NHASHES; h++) {
+		fprintf(f, "%s", h ? ", " : "");
+		kcfi_json_string(f, kcfi_hash_name(h));
+		fprintf(f, ": %zu", s->hash_matches[h]);
+	}
+	fprintf(f, "}},\n");
+}
+
 void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 {
 	const struct elf_file *ef = s->elf;
@@ -577,13 +626,7 @@ void kcfi_print_json(FILE *f, const struct kcfi_scan *s, const char *path)
 	if (s->arch->counts_stale)
 		fprintf(f, "    \"stale_type_register_sites\": %zu,\n", c.sites_stale);
 	if (s->has_types)
-		fprintf(f, "    \"types\": {\"functions\": %zu, \"verified\": %zu, "
-			"\"endbr_masked\": %zu, \"disagree\": %zu, \"not_in_dwarf\": %zu, "
-			"\"not_expressible\": %zu},\n", s->nfuncs,
-			s->type_counts[KCFI_TYPE_OK] + s->type_counts[KCFI_TYPE_MASKED],
-			s->type_counts[KCFI_TYPE_MASKED], s->type_counts[KCFI_TYPE_DISAGREE],
-			s->type_counts[KCFI_TYPE_NO_DWARF],
-			s->type_counts[KCFI_TYPE_UNEXPRESSIBLE]);
+		json_types_summary(f, s);
 	fprintf(f, "    \"classes\": [");
 	for (size_t i = 0; i < nclasses; i++) {
 		fprintf(f, "%s\n      {\"type_id\": \"0x%08" PRIx32 "\", \"count\": %zu, ",

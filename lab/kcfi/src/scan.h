@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "elf.h"
+#include "typeid.h"
 
 enum kcfi_arch { KCFI_X86_64, KCFI_ARM64, KCFI_RISCV64 };
 
@@ -122,11 +123,16 @@ struct kcfi_scan {
 	uint32_t preamble_disp;     /* most common id_off (4 + padding) */
 
 	/* Types from DWARF, after kcfi_scan_types(): per function, its C
-	 * prototype (or NULL) and how its id compares with the hash of it. */
+	 * prototype (or NULL) and how its id compares with the hash of it,
+	 * by the hash the ids were made with. */
 	int has_types;
 	const char **protos;
 	signed char *type_verdict;  /* enum kcfi_type_verdict */
 	size_t type_counts[5];
+	int type_hash;              /* enum kcfi_hash, the one most ids match;
+				     * -1: none matches, or a tie */
+	size_t hash_matches[KCFI_NHASHES]; /* per hash, the preambles whose id
+					    * it gives (ENDBR-masked too) */
 	/* With arity too: per function, why its arity differs from its
 	 * number of C parameters (enum kcfi_arity_why; -1: no prototype). */
 	signed char *arity_why;
@@ -144,8 +150,10 @@ void kcfi_scan_free(struct kcfi_scan *s);
 
 /*
  * Name every function's type by its prototype from the DWARF of the linked
- * image at PATH and compare the hash of it with the preamble's id.  Returns
- * 0, or -1 with a one-line reason in ERR (no DWARF, a relocatable file).
+ * image at PATH, tell the hash the image's ids were made with (the one most
+ * of them match) and compare that hash of it with the preamble's id.
+ * Returns 0, or -1 with a one-line reason in ERR (no DWARF, a relocatable
+ * file).
  */
 int kcfi_scan_types(struct kcfi_scan *s, const char *path, char *err, size_t errsize);
 const char *kcfi_type_verdict_name(int verdict);

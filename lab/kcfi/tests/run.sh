@@ -186,10 +186,15 @@ fi
 #     with LLVM 22's FNV-1a hash (the newest kernel's clang, when it has it)
 # ---------------------------------------------------------------------------
 latest=clang${LLVM_LATEST:-}
+# Why the FNV-1a tests (here and 1d) cannot run, or empty.
+fnv1a_skip=""
 if [ -z "${LLVM_LATEST:-}" ] || ! command -v "$latest" >/dev/null; then
-	echo "skip - hash --hash fnv1a: no LLVM_LATEST clang (./run.sh test passes the newest kernel's)"
+	fnv1a_skip="no LLVM_LATEST clang (./run.sh test passes the newest kernel's)"
 elif ! "$latest" -Xclang -fsanitize-kcfi-hash=FNV-1a -fsanitize=kcfi -c -x c /dev/null -o /dev/null 2>/dev/null; then
-	echo "skip - hash --hash fnv1a: $latest has no FNV-1a KCFI hash (LLVM 22 added it)"
+	fnv1a_skip="$latest has no FNV-1a KCFI hash (LLVM 22 added it)"
+fi
+if [ -n "$fnv1a_skip" ]; then
+	echo "skip - hash --hash fnv1a: $fnv1a_skip"
 else
 	: >"$BUILD/fnv1a-clang-ids.txt"
 	for part in "$BUILD"/batch[0-9][0-9]; do
@@ -282,6 +287,57 @@ for f in d["functions"]:
 	else
 		fail "scan arity: ${bad#; } $n of $((total + 9)) preambles compared, arities seen: $kinds; differences (< objdump, > kcfi): $diffs"
 	fi
+fi
+
+# ---------------------------------------------------------------------------
+# 1d. kcfi scan --types tells the hash of an image's ids from the ids: a
+#     linked image from clang$LLVM_LATEST with its default hash and with
+#     FNV-1a, each verified against the hash it names
+# ---------------------------------------------------------------------------
+if [ -n "$fnv1a_skip" ]; then
+	echo "skip - scan --types hash: $fnv1a_skip"
+elif command -v python3 >/dev/null; then
+	cat >"$BUILD/hashes.c" <<-'C'
+		struct hash_dev;
+		int hash_add(int a, int b) { return a + b; }
+		long hash_len(const char *s) { long n = 0; while (s[n]) n++; return n; }
+		void hash_clear(int *p) { *p = 0; }
+		int hash_open(struct hash_dev *d, unsigned int flags) { return d ? (int)flags : -1; }
+		void *hash_at(void *p, unsigned long n) { return (char *)p + n; }
+		void *hash_table[] = { hash_add, hash_len, hash_clear, hash_open, hash_at };
+		void hash_entry(void) {}
+	C
+	bad="" seen=""
+	for want in xxHash64 FNV-1a; do
+		flags=()
+		[ "$want" = xxHash64 ] || flags=(-Xclang "-fsanitize-kcfi-hash=$want")
+		img=$BUILD/hashes-$want
+		if ! "$latest" --target=x86_64-linux-gnu -O2 -g -fsanitize=kcfi "${flags[@]}" -ffreestanding \
+			-c "$BUILD/hashes.c" -o "$img.o" 2>"$img.err" ||
+			! "$(ld_for x86_64)" -e hash_entry "$img.o" -o "$img" 2>>"$img.err"; then
+			bad="$bad; $want: $(head -n 2 "$img.err")"
+			continue
+		fi
+		got=$("$KCFI" scan "$img" --types --json 2>"$img.err" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["summary"]["types"]
+print(t["hash"], t["verified"], t["disagree"], ", ".join(f"{k} {v}" for k, v in t["hash_matches"].items()))') ||
+			got="scan failed: $(head -n 1 "$img.err")"
+		read -r name verified disagree matches <<<"$got"
+		if [ "$name" != "$want" ] || ! [ "$verified" -gt 0 ] 2>/dev/null || [ "$disagree" != 0 ]; then
+			bad="$bad; $want image: $got"
+		fi
+		line=$("$KCFI" scan "$img" --types | grep '^  hash of the ids: ' || true)
+		[[ $line == "  hash of the ids:             $want ("* ]] || bad="$bad; $want image, text: '$line'"
+		seen="$seen${seen:+; }$want: $verified verified, $disagree DISAGREE (preambles per hash: $matches)"
+	done
+	if [ -z "$bad" ]; then
+		pass "scan --types names the hash of $latest's ids, default and FNV-1a: $seen"
+	else
+		fail "scan --types hash: ${bad#; }"
+	fi
+else
+	echo "skip - scan --types hash: no python3"
 fi
 
 # --mangled hashes exactly the given name, with or without _ZTS.
