@@ -39,8 +39,14 @@ static void decode_all(const uint8_t *p, size_t n)
 		struct a64_check a;
 		const char *why = NULL;
 
-		if (x86_decode_check(p + i, n - i, &x, &why) == 4 && x.len > n - i)
-			abort(); /* a whole check lies inside the bytes */
+		/* A whole check lies inside the bytes, and ends with its trap:
+		 * ud2, or udb, the d6 of a FineIBT kernel's test $0xd6, %al. */
+		if (x86_decode_check(p + i, n - i, &x, &why) == 4 &&
+		    (x.len > n - i || x.trap_off >= x.len ||
+		     (x.udb ? x.trap_off != x.jcc_off + 3 || x.len != x.trap_off + 1 ||
+		      p[i + x.trap_off] != 0xd6 :
+		      x.len != x.trap_off + 2 || p[i + x.trap_off] != 0x0f)))
+			abort();
 		if (a64_decode_check(p + i, n - i, &a, &why) == 6 && n - i < A64_CHECK_LEN)
 			abort();
 		decode_rv(p + i, n - i);

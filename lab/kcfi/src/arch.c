@@ -17,10 +17,11 @@
 
 /* ---- printing a check site ---- */
 
+/* udb: the d6 byte of a FineIBT kernel's patched jne .+1; test $0xd6, %al. */
 static const char *x86_trap_name(const struct kcfi_site *st, char *buf, size_t size)
 {
-	(void)st, (void)buf, (void)size;
-	return "ud2";
+	(void)buf, (void)size;
+	return st->udb ? "udb" : "ud2";
 }
 
 /* The brk immediate names the registers (kcfi explain decodes it). */

@@ -80,7 +80,9 @@ struct kcfi_arch_ops {
 	uint32_t lea_reloc;
 
 	/* ---- printing a check site (report.c, cmd_site.c) ---- */
-	/* The trap instruction ("ud2", "brk #0x8228"), in BUF if need be. */
+	/* The trap instruction ("ud2", "udb", "brk #0x8228", "c.ebreak"), in
+	 * BUF if need be: kcfi site's trap line, decode --json's
+	 * "trap_instruction". */
 	const char *(*trap_name)(const struct kcfi_site *st, char *buf, size_t size);
 	/* The fields only this arch's sites have, for both outputs (struct
 	 * kcfi_fields); NULL: none. */

@@ -5,6 +5,8 @@
  * call target and where it traps.  The same decoders as kcfi scan, through
  * the arch's find_check (arch.c; the finders are in scan_sites.c), and
  * the same per-arch JSON fields as kcfi scan --json (its site_fields).
+ * "trap_instruction" is the arch's trap_name: x86_64's "ud2", or "udb"
+ * where a FineIBT kernel patched the check (trap_offset: the d6 byte).
  *
  * With --preamble, BYTES end at a function's entry: the type id its
  * preamble holds, as the kernel finds it (x86_64: the mov $id,%eax before
@@ -68,12 +70,14 @@ static int print_preamble(const struct kcfi_arch_ops *a, const uint8_t *p, size_
 static void print_json(const struct kcfi_arch_ops *a, const struct kcfi_decoded *f)
 {
 	const struct kcfi_site *st = &f->site;
+	char trap[32];
 
 	printf("{\"arch\": \"%s\", \"offset\": %" PRIu64 ", \"length\": %" PRIu32
-	       ", \"trap_offset\": %" PRIu64 ", \"type_id\": \"0x%08" PRIx32 "\""
+	       ", \"trap_offset\": %" PRIu64 ", \"trap_instruction\": \"%s\""
+	       ", \"type_id\": \"0x%08" PRIx32 "\""
 	       ", \"target_register\": \"%s\", \"type_id_from\": %" PRId32,
-	       a->name, st->off, st->len, st->trap, st->id, a->reg_name(st->target_reg),
-	       st->disp);
+	       a->name, st->off, st->len, st->trap, a->trap_name(st, trap, sizeof(trap)),
+	       st->id, a->reg_name(st->target_reg), st->disp);
 	if (f->check_reg)
 		printf(", \"check_register\": \"%s\"", f->check_reg);
 	if (a->site_fields) {

@@ -7,6 +7,8 @@
  * registers: bits 0-4 the call target, bits 5-9 the expected type id.
  * x86_64: the kernel's decode_cfi_insn() reads the movl/addl before the
  * ud2: the expected id is -imm32, the target is the addl's base register.
+ * A FineIBT kernel (6.16+) patches je; ud2 into jne .+1; test $0xd6, %al:
+ * it traps on the d6 (UDB) and looks up ip - 1 in .kcfi_traps.
  * riscv64: decode_cfi_insn() reads the beq before the ebreak and the call
  * after it: the beq's first register and the call's register.
  */
@@ -144,9 +146,15 @@ int explain_x86(int argc, char **argv)
 		line(p + c.add_off, c.jcc_off - c.add_off, insn,
 		     "add the callee's id: 0 if they match");
 	}
-	if (got >= 3)
+	if (got >= 3 && c.udb)
+		line(p + c.jcc_off, 2, "jne .+1",
+		     "trap on a mismatch: jumps into the next instruction's immediate");
+	else if (got >= 3)
 		line(p + c.jcc_off, c.trap_off - c.jcc_off, "je", "skip the trap");
-	if (got >= 4)
+	if (got >= 4 && c.udb)
+		line(p + c.trap_off - 1, 2, "test $0xd6, %al", "its d6 byte is udb: the trap, "
+		     "regs->ip points here (the kernel looks up ip - 1 in .kcfi_traps)");
+	else if (got >= 4)
 		line(p + c.trap_off, 2, "ud2", "the trap: regs->ip points here");
 	printf("expected type id: 0x%08" PRIx32 " (= -0x%08" PRIx32 ")\n", c.id, c.imm);
 	if (got >= 2) {

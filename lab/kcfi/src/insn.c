@@ -50,6 +50,7 @@ int x86_decode_check(const uint8_t *p, size_t n, struct x86_check *c,
 		return why_not(why, "too short for movl $imm32, %r10d (6 bytes)", 0);
 	if (p[0] != 0x41 || (p[1] != 0xba && p[1] != 0xbb))
 		return why_not(why, "expected movl $imm32, %r10d (41 ba) or %r11d (41 bb)", 0);
+	c->udb = 0;
 	c->temp_reg = 8 + (p[1] - 0xb8);
 	c->imm = elf_rd32(p + 2);
 	c->id = 0u - c->imm;
@@ -90,15 +91,31 @@ int x86_decode_check(const uint8_t *p, size_t n, struct x86_check *c,
 	if (c->disp >= 0)
 		return why_not(why, "addl displacement is not negative", 1);
 
-	/* je rel8 (or rel32) */
+	/*
+	 * FineIBT's patched tail: jne .+1 jumps, on a mismatch, to the d6
+	 * (UDB) that is the immediate of test $0xd6, %al, and traps there.
+	 */
 	c->jcc_off = i;
+	if (n >= i + 2 && p[i] == 0x75 && p[i + 1] == 0x01) {
+		c->udb = 1;
+		c->trap_off = i + 3;
+		if (n < i + 4)
+			return why_not(why, "too short for test $0xd6, %al (a8 d6) after jne .+1", 3);
+		if (p[i + 2] != 0xa8 || p[i + 3] != 0xd6)
+			return why_not(why, "expected test $0xd6, %al (a8 d6) after jne .+1 (75 01)",
+				       3);
+		c->len = i + 4;
+		return 4;
+	}
+
+	/* je rel8 (or rel32) */
 	if (n >= i + 2 && p[i] == 0x74) {
 		i += 2;
 	} else if (n >= i + 6 && p[i] == 0x0f && p[i + 1] == 0x84) {
 		i += 6;
 	} else {
 		return why_not(why, n < i + 2 ? "too short for je" :
-			       "expected je (74 xx) after addl", 2);
+			       "expected je (74 xx) or jne .+1 (75 01) after addl", 2);
 	}
 
 	/* ud2 */

@@ -5,6 +5,10 @@
  *          addl -D(%reg), %r10d    44/45 03 <modrm> [sib] <disp>
  *          je .Lpass               74 xx   (0f 84 <rel32> accepted)
  *          ud2                     0f 0b   <- trap
+ *   or, as a FineIBT kernel (6.16+) patches it in at boot
+ *   (cfi_enable_callers()), the same length:
+ *          jne .+1                 75 01   into the next one's immediate
+ *          test $0xd6, %al         a8 d6   <- trap: the d6, UDB, is undefined
  * arm64:   ldur w16, [xN, #-D]     load the callee's type id
  *          movk w17, #lo
  *          movk w17, #hi, lsl #16  expected type id
@@ -27,14 +31,16 @@ struct x86_check {
 	int32_t disp;        /* addl displacement: -D */
 	size_t add_off;      /* offsets of the instructions from the start */
 	size_t jcc_off;
-	size_t trap_off;
-	size_t len;          /* bytes up to and including ud2 */
+	size_t trap_off;     /* the ud2; with udb, the d6 byte (the jne's target) */
+	size_t len;          /* bytes up to and including the trap */
+	int udb;             /* the tail is jne .+1; test $0xd6, %al (75 01 a8 d6),
+			      * not je; ud2: .kcfi_traps lists trap_off - 1 */
 };
 
 /*
  * Decode a check sequence at P.  Returns how many of its four instructions
- * (movl, addl, je, ud2) were recognised; 4 means a complete check.  When
- * fewer, *WHY (if not NULL) says what did not match.
+ * (movl, addl, je, ud2; or movl, addl, jne, test) were recognised; 4 means
+ * a complete check.  When fewer, *WHY (if not NULL) says what did not match.
  */
 int x86_decode_check(const uint8_t *p, size_t n, struct x86_check *c,
 		     const char **why);

@@ -45,7 +45,7 @@ struct kcfi_func {
 struct kcfi_site {
 	uint32_t sec;
 	uint64_t off;         /* first instruction of the check */
-	uint64_t trap;        /* ud2 / brk / ebreak */
+	uint64_t trap;        /* ud2 / brk / ebreak; x86_64 udb: the d6 byte */
 	uint32_t len;         /* bytes from off to the end of the trap */
 	uint32_t id;          /* expected type id */
 	int target_reg;
@@ -56,6 +56,9 @@ struct kcfi_site {
 	uint8_t trap_len;     /* riscv64: 2 (c.ebreak) or 4 (ebreak) */
 	uint8_t call_len;     /* riscv64: the call after the trap */
 	uint8_t stale_base;   /* riscv64: addi tB, tB, lo12 without lui */
+	uint8_t udb;          /* x86_64: FineIBT's boot-time jne .+1; test $0xd6, %al
+			       * in place of je; ud2 (a live kernel's memory):
+			       * .kcfi_traps lists trap - 1, where the ud2 was */
 	int in_traps;         /* 1/0, -1 when there is no .kcfi_traps */
 	const char *func;     /* containing function, or NULL */
 	uint64_t func_off;

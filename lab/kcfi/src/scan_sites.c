@@ -33,6 +33,7 @@ static void x86_site(const struct x86_check *c, uint64_t off, struct kcfi_site *
 	site->id = c->id;
 	site->target_reg = c->target_reg;
 	site->disp = c->disp;
+	site->udb = (uint8_t)c->udb;
 }
 
 static void a64_site(const struct a64_check *c, uint64_t off, struct kcfi_site *site)
@@ -396,17 +397,18 @@ static void match_traps(struct kcfi_scan *s, const struct loc *traps, size_t ntr
 {
 	struct loc *site_traps;
 
+	/* An entry names the trap; a udb site's, the byte before it. */
 	for (size_t i = 0; i < s->nsites; i++)
 		if (s->has_traps)
 			s->sites[i].in_traps = index_has_loc(traps, ntraps, s->sites[i].sec,
-						       s->sites[i].trap);
+						       s->sites[i].trap - s->sites[i].udb);
 	/* Sites are sorted by trap already: reuse them as a lookup table. */
 	site_traps = malloc((s->nsites ? s->nsites : 1) * sizeof(*site_traps));
 	if (!site_traps)
 		return;
 	for (size_t i = 0; i < s->nsites; i++) {
 		site_traps[i].sec = s->sites[i].sec;
-		site_traps[i].off = s->sites[i].trap;
+		site_traps[i].off = s->sites[i].trap - s->sites[i].udb;
 	}
 	for (size_t i = 0; i < ntraps; i++)
 		if (!index_has_loc(site_traps, s->nsites, traps[i].sec, traps[i].off))

@@ -825,6 +825,93 @@ if out=$("$KCFI" explain --arch x86_64 'Code: 90 90 41 ba 5b ad f3 81 45 03 53 f
 else
 	fail "explain x86_64 with leading bytes and <> marks"
 fi
+# x86_64 with FineIBT (6.16+): the kernel patches each check's je; ud2
+# (74 02 0f 0b) into jne .+1; test $0xd6, %al (75 01 a8 d6) at boot, as
+# gdb reads it from a live kernel.  Every compiled check, so patched, is
+# the same check, trapping on the d6 (udb) one byte before its end.
+bad=0
+n=0
+forms=""
+while read -r _ id reg creg bytes; do
+	case "$bytes" in *" 74 02 0f 0b") ;; *) continue ;; esac
+	n=$((n + 1))
+	patched="${bytes% 74 02 0f 0b} 75 01 a8 d6"
+	len=$(wc -w <<<"$patched")
+	out=$("$KCFI" decode --arch x86_64 --json "90 $patched cc") || { bad=1; echo "    decode '$patched' failed"; continue; }
+	if ! grep -q "\"offset\": 1, \"length\": $len, \"trap_offset\": $((len)), \"trap_instruction\": \"udb\", \"type_id\": \"0x$id\", \"target_register\": \"$reg\".*\"check_register\": \"$creg\"" <<<"$out"; then
+		bad=1
+		echo "    decode '$patched': want udb at +$len, id $id, $reg/$creg: $out"
+	fi
+	out=$("$KCFI" explain --arch x86_64 "$patched") || { bad=1; echo "    explain '$patched' failed"; continue; }
+	if ! grep -q "^expected type id: 0x$id " <<<"$out" || ! grep -q "^target register: %$reg " <<<"$out" ||
+		! grep -q '^  75 01  .* jne .+1 .*; trap on a mismatch' <<<"$out" ||
+		! grep -q '^  a8 d6  .* test \$0xd6, %al .*; its d6 byte is udb: the trap' <<<"$out" ||
+		grep -q 'ud2' <<<"$out"; then
+		bad=1
+		echo "    explain '$patched': want id $id reg $reg, jne and udb lines: $out"
+	fi
+	forms="$forms $reg/$creg"
+done < <(grep '^XB ' <<<"$records" | sort -u)
+case "$forms" in *" r12/r10"*) ;; *) bad=1 && echo "    no patched check with its target in %r12" ;; esac
+case "$forms" in *" r10/r11"*) ;; *) bad=1 && echo "    no patched check computing in %r11d" ;; esac
+if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
+	pass "decode/explain x86_64 FineIBT-patched: $n check sequences with jne .+1; test \$0xd6, %al (udb) in place of je; ud2 decode to objdump's id and registers, trap on the d6"
+else
+	fail "decode/explain x86_64 FineIBT-patched (udb) round trip"
+fi
+# The same three forms as bytes, from a live 7.3 kernel: %r11, %r12 (the
+# addl's SIB byte: 15 bytes) and %r10 (computing in %r11d).
+bad=""
+for want in "41 ba 5b ad f3 81 45 03 53 f1 75 01 a8 d6|14|r11|r10" \
+	"41 ba 5b ad f3 81 45 03 54 24 f1 75 01 a8 d6|15|r12|r10" \
+	"41 bb 5b ad f3 81 45 03 5a f1 75 01 a8 d6|14|r10|r11"; do
+	IFS='|' read -r bytes len reg creg <<<"$want"
+	out=$("$KCFI" decode --arch x86_64 --json "$bytes") || { bad="$bad; decode '$bytes' failed"; continue; }
+	[ "$out" = "{\"arch\": \"x86_64\", \"offset\": 0, \"length\": $len, \"trap_offset\": $((len - 1)), \"trap_instruction\": \"udb\", \"type_id\": \"0x7e0c52a5\", \"target_register\": \"$reg\", \"type_id_from\": -15, \"check_register\": \"$creg\"}" ] ||
+		bad="$bad; decode '$bytes': $out"
+	out=$("$KCFI" decode --arch x86_64 "$bytes") || { bad="$bad; decode '$bytes' (text) failed"; continue; }
+	[ "$out" = "check at +0, $len bytes: expected type id 0x7e0c52a5, target in $reg (its id read from $reg-15), trap at +$((len - 1))" ] ||
+		bad="$bad; decode '$bytes' (text): $out"
+	out=$("$KCFI" explain --arch x86_64 "$bytes") || { bad="$bad; explain '$bytes' failed"; continue; }
+	grep -q '^  a8 d6  .* test \$0xd6, %al .*; its d6 byte is udb: the trap, regs->ip points here (the kernel looks up ip - 1 in .kcfi_traps)$' <<<"$out" &&
+		grep -q "^expected type id: 0x7e0c52a5 " <<<"$out" && grep -q "^target register: %$reg " <<<"$out" ||
+		bad="$bad; explain '$bytes': $out"
+done
+rc=0
+"$KCFI" decode --arch x86_64 --json '41 ba 5b ad f3 81 45 03 53 f1 75 02 a8 d6' >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || bad="$bad; jne .+2 decoded as a check (exit $rc)"
+out=$("$KCFI" decode --arch x86_64 --json '41 ba 5b ad f3 81 45 03 53 fc 74 02 0f 0b')
+grep -q '"trap_offset": 12, "trap_instruction": "ud2"' <<<"$out" || bad="$bad; je; ud2: $out"
+if [ -z "$bad" ]; then
+	pass "decode/explain x86_64: a live 7.3 kernel's udb checks (%r11, %r12 with SIB, %r10) at 14/15 bytes, trap offset on the d6; jne other than .+1 is no check"
+else
+	fail "decode/explain x86_64 udb bytes${bad}"
+fi
+# And as an image (a live FineIBT kernel's memory): x86-exec with those
+# checks patched.  Their sites trap on the d6, and are still the ones
+# .kcfi_traps lists (at ip - 1, where the ud2 was).
+if command -v python3 >/dev/null; then
+	patched=$(grep '^XB ' <<<"$records" | sort -u | python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+n = 0
+for line in sys.stdin:
+    b = bytes.fromhex("".join(line.split()[4:]))
+    if b.endswith(b"\x74\x02\x0f\x0b") and b in d:
+        n += d.count(b)
+        d = d.replace(b, b[:-4] + b"\x75\x01\xa8\xd6")
+open(sys.argv[2], "wb").write(d)
+print(n)' "$objs/x86-exec" "$BUILD/x86-exec-udb")
+	count='import json, sys; s = json.load(sys.stdin)["check_sites"]; print(len(s), sum(x["in_kcfi_traps"] is True for x in s))'
+	want=$("$KCFI" scan --json "$objs/x86-exec" | python3 -c "$count")
+	got=$("$KCFI" scan --json "$BUILD/x86-exec-udb" | python3 -c "$count")
+	udb=$("$KCFI" site "$BUILD/x86-exec-udb" vfs_open | grep -c '^  trap: *udb, listed in .kcfi_traps$' || true)
+	if [ "$patched" -gt 0 ] && [ "$got" = "$want" ] && [ "${want% *}" = "${want#* }" ] && [ "$udb" -gt 0 ]; then
+		pass "scan/site x86-exec with $patched checks FineIBT-patched (udb): sites and .kcfi_traps still agree ($got), site says udb"
+	else
+		fail "scan x86-exec FineIBT-patched ($patched checks): sites/listed $got, want $want; site vfs_open udb lines: $udb"
+	fi
+fi
 
 # ---------------------------------------------------------------------------
 # 4. Malformed input: one-line error, exit 1, no crash (also under ASan)

@@ -168,6 +168,14 @@ static void test_insn(void)
 	static const unsigned char x86b[] = { 0x41, 0xbb, 0x5b, 0xad, 0xf3, 0x81,
 					      0x45, 0x03, 0x9c, 0x24, 0xec, 0xff,
 					      0xff, 0xff, 0x74, 0x02, 0x0f, 0x0b };
+	/* A FineIBT kernel's patched tail: jne .+1; test $0xd6, %al (udb) */
+	static const unsigned char udb[] = { 0x41, 0xba, 0x5b, 0xad, 0xf3, 0x81, 0x45,
+					     0x03, 0x53, 0xf1, 0x75, 0x01, 0xa8, 0xd6 };
+	static const unsigned char udb_r12[] = { 0x41, 0xba, 0x5b, 0xad, 0xf3, 0x81, 0x45,
+						 0x03, 0x54, 0x24, 0xf1, 0x75, 0x01, 0xa8,
+						 0xd6 };
+	static const unsigned char udb_jne2[] = { 0x41, 0xba, 0x5b, 0xad, 0xf3, 0x81, 0x45,
+						  0x03, 0x53, 0xf1, 0x75, 0x02, 0xa8, 0xd6 };
 	static const unsigned char a64[] = {
 		0x50, 0xc0, 0x5f, 0xb8, 0xb1, 0x54, 0x8a, 0x72, 0x91, 0xc1, 0xaf, 0x72,
 		0x1f, 0x02, 0x11, 0x6b, 0x40, 0x00, 0x00, 0x54, 0x40, 0x44, 0x30, 0xd4,
@@ -183,6 +191,18 @@ static void test_insn(void)
 	      "x86 check: r11d temp, SIB base r12, disp32", NULL);
 	check(x86_decode_check(x86, 10, &c, NULL) == 2, "x86 check: truncated after addl",
 	      NULL);
+	check(x86_decode_check(x86, sizeof(x86), &c, NULL) == 4 && !c.udb && c.len == 14,
+	      "x86 check: je; ud2 is not udb", NULL);
+	check(x86_decode_check(udb, sizeof(udb), &c, NULL) == 4 && c.udb && c.id == 0x7e0c52a5 &&
+	      c.target_reg == 11 && c.disp == -15 && c.jcc_off == 10 && c.trap_off == 13 &&
+	      c.len == 14, "x86 udb check: id 0x7e0c52a5, target r11, the d6 at +13", NULL);
+	check(x86_decode_check(udb_r12, sizeof(udb_r12), &c, NULL) == 4 && c.udb &&
+	      c.target_reg == 12 && c.trap_off == 14 && c.len == 15,
+	      "x86 udb check: SIB base r12, 15 bytes", NULL);
+	check(x86_decode_check(udb, 13, &c, NULL) == 3 && c.udb,
+	      "x86 udb check: truncated in the test", NULL);
+	check(x86_decode_check(udb_jne2, sizeof(udb_jne2), &c, NULL) == 2,
+	      "x86 check: jne other than .+1 is no check", NULL);
 	check(a64_decode_check(a64, sizeof(a64), &a, NULL) == 6 && a.id == 0x7e0c52a5 &&
 	      a.target_reg == 2 && a.type_reg == 17 && a.brk_imm == 0x8222,
 	      "arm64 check: id 0x7e0c52a5, target x2, brk #0x8222", NULL);
