@@ -34,7 +34,8 @@ test_config_has_every_requested_option() {
 # has what its fragments ask for (Kconfig drops what it cannot have
 # without a word), and what the lab relies on. Asserts.
 config_has_every_requested_option() {
-	local arch=$1 frag opt
+	local arch=$1 frag opt cfi
+	cfi=$(kernel_get cfi_option)
 	for frag in $(config_fragments "$arch"); do
 		while IFS= read -r opt; do
 			grep -qx "$opt" "$(build_dir "$arch")/.config" || fail "$arch: $opt missing from .config"
@@ -43,8 +44,9 @@ config_has_every_requested_option() {
 			! grep -q "^$opt=" "$(build_dir "$arch")/.config" || fail "$arch: $opt is set but was asked unset"
 		done < <(sed -nE 's/^# (CONFIG_[A-Z0-9_]+) is not set$/\1/p' "$frag")
 	done
-	# The options the lab depends on, whatever the fragments say.
-	for opt in CFI_CLANG LKDTM KALLSYMS_ALL DEBUG_INFO_DWARF5 GDB_SCRIPTS MODULES BLK_DEV_INITRD DEBUG_FS; do
+	# The options the lab depends on, whatever the fragments say: the
+	# kernel's own name for kCFI's among them.
+	for opt in "$cfi" LKDTM KALLSYMS_ALL DEBUG_INFO_DWARF5 GDB_SCRIPTS MODULES BLK_DEV_INITRD DEBUG_FS; do
 		grep -qx "CONFIG_$opt=y" "$(build_dir "$arch")/.config" || fail "$arch: CONFIG_$opt is not y"
 	done
 	! grep -qx 'CONFIG_RANDOMIZE_BASE=y' "$(build_dir "$arch")/.config" || fail "$arch: KASLR is on"
