@@ -37,6 +37,8 @@ gdb_walk() {
 	trap 'pkill -f "tcp:127.0.0.1:$GDB_WALK_PORT" 2>/dev/null || true' EXIT
 	wait_listening "$port"
 	assert_loopback_only "$port"
+	local check
+	check=$(site_fact "$arch" lkdtm_indirect_call check.address) || fail "no check site in lkdtm_indirect_call"
 	cat >"$TEST_TMP/walk.gdb" <<-GDB
 		hbreak lkdtm_indirect_call
 		continue
@@ -44,6 +46,7 @@ gdb_walk() {
 		continue
 		kcfi-step-to-trap
 		printf "PC_AT_TRAP %#lx\n", \$pc
+		python print("LIVE_CHECK", gdb.selected_inferior().read_memory($check, 32).tobytes().hex(" "))
 		kcfi-explain
 		kcfi-preamble lkdtm_increment_void
 		kcfi-site lkdtm_indirect_call
@@ -84,6 +87,18 @@ gdb_walk() {
 	assert_grep "$want" "$log" "the check's registers at the trap"
 	assert_grep "expected type 0x$expected; target " "$log" "kcfi-explain decodes the trap"
 	[ -n "$trap_pc" ] || fail "no trap instruction in lkdtm_indirect_call"
+	# The check the CPU ran is the one in memory: the kernel may have
+	# rewritten it at boot (x86's alternatives turn je; ud2 into a jne to
+	# a udb byte), so the trap is where the tool finds it in the live
+	# bytes, and that is the image's trap or the kernel's rewrite of it.
+	local live offset
+	live=$(sed -n 's/^LIVE_CHECK //p' "$log")
+	[ -n "$live" ] || fail "gdb did not read the check's bytes"
+	offset=$(lab kcfi decode --arch "$arch" --json "$live" | json_field trap_offset)
+	if [ "$(printf '%#x' $((check + offset)))" != "$trap_pc" ]; then
+		echo "the kernel rewrote the check: its trap is at $(printf '%#x' $((check + offset))), the image's at $trap_pc"
+		trap_pc=$(printf '%#x' $((check + offset)))
+	fi
 	assert_grep "PC_AT_TRAP $trap_pc\$" "$log" "pc at the trap instruction, from the lab's tool"
 	assert_grep 'lkdtm_increment_int' "$log" "kcfi-explain names the target"
 	assert_grep "^lkdtm_increment_void at 0x[0-9a-f]+: type id 0x$expected " "$log" "kcfi-preamble"
