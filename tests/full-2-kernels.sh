@@ -54,9 +54,9 @@ test_kernels_worktree_holds_their_bundle_commits() {
 		[ -n "$want" ] || fail "the bundle's $LAB_BRANCH has no commits"
 		got=$(git -C "$LAB_WORKTREE" log --format=%s "$LAB_DISTRO..$LAB_BRANCH")
 		assert_eq "$got" "$want" "Linux $k: lab commits in the worktree"
-		git --git-dir="$LAB_GIT" log -1 --format=%B "$LAB_DISTRO" |
-			has_match "^Distro-Version: $(distro_version)$" ||
-			fail "Linux $k: the import does not record the package version"
+		# A string, not a pattern: a backport's version has a "+".
+		assert_eq "$(git --git-dir="$LAB_GIT" log -1 --format=%B "$LAB_DISTRO" | sed -n 's/^Distro-Version: //p')" \
+			"$(distro_version)" "Linux $k: the package version the import records"
 	done
 }
 
@@ -179,3 +179,40 @@ preamble_size_agrees() {
 }
 
 test_kernels_tool_reads_their_preambles() { each_kernel_arch preamble_size_agrees; }
+
+# Where a kernel asks clang for arity (its .config has FINEIBT_BHI, and
+# its Makefile then passes -fsanitize-kcfi-arity), the register each
+# preamble loads the id into says how many arguments arrive in
+# registers: the tool's arity is the register llvm-objdump shows, and
+# for lkdtm_increment_int it is the parameter count of the prototype
+# in the image's DWARF. Without it the tool reads no arity at all.
+preamble_arity_agrees() {
+	local arch=$1 json reg got want proto regs="eax ecx edx ebx esp ebp esi edi"
+	# An arch whose preambles have no register has no "arity" at all.
+	got=$(lab kcfi scan --json "$(vmlinux_of "$arch")" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["summary"].get("arity", False))')
+	if ! grep -qx 'CONFIG_FINEIBT_BHI=y' "$(build_dir "$arch")/.config"; then
+		assert_eq "$got" False "$arch: the tool reads an arity without FINEIBT_BHI"
+		echo "Linux $LAB_KERNEL, $arch: no arity"
+		return 0
+	fi
+	assert_eq "$got" True "$arch: the tool reads the arity FINEIBT_BHI asks for"
+	json=$(lab kcfi func --json "$(vmlinux_of "$arch")" lkdtm_increment_int)
+	got=$(json_field functions.0.arity <<<"$json")
+	reg=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=__cfi_lkdtm_increment_int "$(vmlinux_of "$arch")" |
+		sed -nE 's/.*movl[[:space:]]+[$]0x[0-9a-f]+, %(e[a-z]{2}).*/\1/p')
+	want=$(awk -v r="$reg" '{ for (i = 1; i <= NF; i++) if ($i == r) print i - 1 }' <<<"$regs")
+	[ -n "$want" ] || fail "$arch: no id register in __cfi_lkdtm_increment_int ('$reg')"
+	assert_eq "$(json_field functions.0.preamble_register <<<"$json")" "$reg" "$arch: the tool's preamble register"
+	assert_eq "$got" "$want" "$arch: the tool's arity, llvm-objdump's %$reg"
+	proto=$(func_prototype "$arch" lkdtm_increment_int)
+	[ -n "$proto" ] || fail "$arch: no prototype for lkdtm_increment_int in the DWARF"
+	# Parameters: the commas in the parentheses, plus one.
+	proto=${proto#*(}
+	proto=${proto%)}
+	local commas=${proto//[^,]/}
+	assert_eq "$want" "$((${#commas} + 1))" "$arch: arity of lkdtm_increment_int ($proto)"
+	echo "Linux $LAB_KERNEL, $arch: __cfi_lkdtm_increment_int loads its id into %$reg: arity $want"
+}
+
+test_kernels_preamble_register_is_the_arity() { each_kernel_arch preamble_arity_agrees; }
