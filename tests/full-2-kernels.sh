@@ -213,6 +213,45 @@ preamble_arity_agrees() {
 	local commas=${proto//[^,]/}
 	assert_eq "$want" "$((${#commas} + 1))" "$arch: arity of lkdtm_increment_int ($proto)"
 	echo "Linux $LAB_KERNEL, $arch: __cfi_lkdtm_increment_int loads its id into %$reg: arity $want"
+	every_preamble_arity "$arch"
+}
+
+# every_preamble_arity ARCH: the tool's arity of every preamble in the
+# image is the number of the register llvm-objdump shows its mov
+# loading, for every function both name (a name some static functions
+# share is compared as the list of its registers).
+every_preamble_arity() {
+	local arch=$1 objdump="$TEST_TMP/arity-objdump-$1$LAB_SUFFIX" tool="$TEST_TMP/arity-tool-$1$LAB_SUFFIX" out
+	"llvm-objdump$KCFI_LAB_LLVM" -d --no-show-raw-insn "$(vmlinux_of "$arch")" |
+		awk '/^[0-9a-f]+ <__cfi_/ { n = substr($2, 8); sub(/>:$/, "", n); next }
+			/^[0-9a-f]+ </ { n = "" }
+			n != "" && /movl\t\$0x/ { if (match($0, /%e[a-z][a-z]/)) print n, substr($0, RSTART + 1, 3); n = "" }' >"$objdump"
+	lab kcfi scan --json "$(vmlinux_of "$arch")" |
+		python3 -c 'import json, sys
+for f in json.load(sys.stdin)["functions"]:
+    print(f["name"], f["arity"])' >"$tool"
+	out=$(python3 - "$objdump" "$tool" <<-'PY'
+		import collections, sys
+		regs = "eax ecx edx ebx esp ebp esi edi".split()
+		seen = collections.defaultdict(list)
+		for line in open(sys.argv[1]):
+		    name, reg = line.split()
+		    seen[name].append(regs.index(reg))
+		tool = collections.defaultdict(list)
+		for line in open(sys.argv[2]):
+		    name, arity = line.split()
+		    tool[name].append(int(arity) if arity != "None" else -1)
+		bad = [n for n in tool if n in seen and sorted(tool[n]) != sorted(seen[n])]
+		both = sum(len(tool[n]) for n in tool if n in seen)
+		total = sum(len(v) for v in tool.values())
+		print(both, total, len(bad), " ".join(bad[:5]))
+	PY
+	)
+	local both total bad names
+	read -r both total bad names <<<"$out"
+	assert_eq "$bad" 0 "$arch: preambles whose arity is not llvm-objdump's register ($names)"
+	[ "$((both * 1000))" -ge "$((total * 999))" ] || fail "$arch: llvm-objdump shows the register of $both of $total preambles"
+	echo "Linux $LAB_KERNEL, $arch: the arity of $both of $total preambles is llvm-objdump's register"
 }
 
 test_kernels_preamble_register_is_the_arity() { each_kernel_arch preamble_arity_agrees; }
