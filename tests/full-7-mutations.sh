@@ -123,6 +123,9 @@ run_mutant() {
 	# Waited for, not run on the left of "||", where errexit is off and a
 	# failed assertion would not stop the test.
 	wait "$!" || rc=$?
+	# A mutant's tool, built in this home, is now the one build/tool/kcfi
+	# links to: link this checkout's again, for the tests that follow.
+	[ "$boundary" != source ] || build_tool >/dev/null 2>&1 || true
 	if [ "$rc" = 0 ]; then
 		VERDICT=survived
 	elif [ "$rc" = 77 ] && grep -q '^SKIP: ' "$work.log" && ! grep -q '^FAIL: ' "$work.log"; then

@@ -19,6 +19,10 @@ test_doc_listings_match_the_build() {
 	# Guest consoles of the listings' ./run.sh commands: booted once,
 	# reused by the docs mutants.
 	export DOC_LISTINGS_CACHE="${DOC_LISTINGS_CACHE:-$TEST_TMP/doc-consoles}"
+	# $KCFI is the tool built/tool/kcfi links to: the last one built in
+	# this home, which may be another checkout's (or a mutant's). The
+	# listings are this checkout's.
+	build_tool || fail "the lab's tool does not build: $(tail -n 5 "$LAB_TOOL_LOG")"
 	python3 "$KCFI_LAB_ROOT/lab/doc-listings.py" "${files[@]}" >"$out" 2>&1 ||
 		fail "listings no longer match the build; lab/doc-listings.py --regen rewrites them: $(cat "$out")"
 	# The checker must have found the listings: at least every "$ " line
