@@ -845,7 +845,7 @@ while read -r _ id reg creg bytes; do
 	out=$("$KCFI" explain --arch x86_64 "$patched") || { bad=1; echo "    explain '$patched' failed"; continue; }
 	if ! grep -q "^expected type id: 0x$id " <<<"$out" || ! grep -q "^target register: %$reg " <<<"$out" ||
 		! grep -q '^  75 01  .* jne .+1 .*; trap on a mismatch' <<<"$out" ||
-		! grep -q '^  a8 d6  .* test \$0xd6, %al .*; its d6 byte is udb: the trap' <<<"$out" ||
+		! grep -q '^  a8 d6  .* test [$]0xd6, %al .*; its d6 byte is udb: the trap' <<<"$out" ||
 		grep -q 'ud2' <<<"$out"; then
 		bad=1
 		echo "    explain '$patched': want id $id reg $reg, jne and udb lines: $out"
@@ -873,7 +873,7 @@ for want in "41 ba 5b ad f3 81 45 03 53 f1 75 01 a8 d6|14|r11|r10" \
 	[ "$out" = "check at +0, $len bytes: expected type id 0x7e0c52a5, target in $reg (its id read from $reg-15), trap at +$((len - 1))" ] ||
 		bad="$bad; decode '$bytes' (text): $out"
 	out=$("$KCFI" explain --arch x86_64 "$bytes") || { bad="$bad; explain '$bytes' failed"; continue; }
-	grep -q '^  a8 d6  .* test \$0xd6, %al .*; its d6 byte is udb: the trap, regs->ip points here (the kernel looks up ip - 1 in .kcfi_traps)$' <<<"$out" &&
+	grep -q '^  a8 d6  .* test [$]0xd6, %al .*; its d6 byte is udb: the trap, regs->ip points here (the kernel looks up ip - 1 in .kcfi_traps)$' <<<"$out" &&
 		grep -q "^expected type id: 0x7e0c52a5 " <<<"$out" && grep -q "^target register: %$reg " <<<"$out" ||
 		bad="$bad; explain '$bytes': $out"
 done
