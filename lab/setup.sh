@@ -168,7 +168,13 @@ fetch_toolchain() {
 # root_loader ROOT: the dynamic loader ROOT holds (a root with a C
 # library of its own), or nothing.
 root_loader() {
-	compgen -G "$1/usr/lib/*-linux-gnu*/ld-linux*.so.*" | sed -n 1p
+	local f
+	for f in "$1"/usr/lib/*-linux-gnu*/ld-linux*.so.*; do
+		[ ! -e "$f" ] || {
+			echo "$f"
+			return 0
+		}
+	done
 }
 
 # root_libs ROOT: ROOT's library directories, separated by ":".
