@@ -125,8 +125,19 @@ host_apt_state() {
 # suites by that route. The source arrives unpacked in the home, the
 # toolchain as wrappers the lab puts first on PATH, both verified by apt;
 # the host's apt sources and dpkg database do not change.
+# compiler_id_is_the_tools CC NAME WHAT: CC compiles kCFI code, and the
+# id it gives void (int *) is the one the lab's tool computes. Asserts.
+compiler_id_is_the_tools() {
+	local cc=$1 src="$TEST_TMP/$2-f" got want
+	printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$src.c"
+	"$cc" -O2 -fsanitize=kcfi -c -o "$src.o" "$src.c"
+	got=$(lab kcfi func "$src.o" f | awk 'NR == 1 { print $1 }')
+	want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
+	assert_eq "$got" "$want" "$3"
+}
+
 test_toolchain_and_source_from_another_suite() {
-	local root="$TEST_TMP/suite-root" home="$TEST_TMP/suite-home" conf suite before after cc want got
+	local root="$TEST_TMP/suite-root" home="$TEST_TMP/suite-home" conf suite before after cc
 	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
 	[ -z "$LAB_TOOLCHAIN_BIN$LAB_SOURCE_ROOT" ] || skip "this host takes Linux $LAB_KERNEL's toolchain from another suite already (every run does this)"
 	mkdir -p "$root"
@@ -147,11 +158,7 @@ test_toolchain_and_source_from_another_suite() {
 	cc=$(KCFI_LAB_ROOT="$root" KCFI_LAB_HOME="$home" bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; command -v "clang$KCFI_LAB_LLVM"')
 	[[ "$cc" == "$home/toolchain/"* ]] || fail "the lab's clang$KCFI_LAB_LLVM is $cc, not the one in the home"
 	# It compiles kCFI code: its id for a prototype is the lab tool's.
-	printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/suite-f.c"
-	"$cc" -O2 -fsanitize=kcfi -c -o "$TEST_TMP/suite-f.o" "$TEST_TMP/suite-f.c"
-	got=$(lab kcfi func "$TEST_TMP/suite-f.o" f | awk 'NR == 1 { print $1 }')
-	want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
-	assert_eq "$got" "$want" "the id the fetched clang$KCFI_LAB_LLVM gives void (int *)"
+	compiler_id_is_the_tools "$cc" suite "the id the fetched clang$KCFI_LAB_LLVM gives void (int *)"
 	# The home's status names both.
 	expect_exit 0 env KCFI_LAB_HOME="$home" "$root/run.sh" status
 	[[ "$OUT" == *"(in the lab's home), clang$KCFI_LAB_LLVM in $home/toolchain/"* ]] || fail "status: $OUT"
@@ -165,7 +172,7 @@ test_toolchain_and_source_from_another_suite() {
 # C library that runs is the root's, and it compiles kCFI code with the
 # lab tool's ids.
 test_newer_toolchain_runs_from_a_root_of_its_own() {
-	local home="$TEST_TMP/newer-home" k found="" before after cc want got libc
+	local home="$TEST_TMP/newer-home" k found="" before after cc libc
 	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
 	for k in $(lab_kernels); do
 		[ -n "$(host_get "$k.toolchain_suites")" ] || continue
@@ -181,11 +188,7 @@ test_newer_toolchain_runs_from_a_root_of_its_own() {
 		# last one: the wrapper is a shell script).
 		libc=$(LD_DEBUG=libs "$cc" --version 2>&1 | sed -n 's/.*calling init: \(.*\/libc\.so\.6\)$/\1/p' | sed -n '$p')
 		[[ "$libc" == "$home/toolchain/"* ]] || fail "Linux $k: clang ran on the C library '$libc', not its root's"
-		printf 'void f(int *p) { (void)p; }\nvoid (*g)(int *) = f;\n' >"$TEST_TMP/newer-f.c"
-		"$cc" -O2 -fsanitize=kcfi -c -o "$TEST_TMP/newer-f.o" "$TEST_TMP/newer-f.c"
-		got=$(lab kcfi func "$TEST_TMP/newer-f.o" f | awk 'NR == 1 { print $1 }')
-		want=$(lab kcfi hash 'void (int *)' | awk '{ print $1 }')
-		assert_eq "$got" "$want" "the id clang$KCFI_LAB_LLVM of Linux $k gives void (int *)"
+		compiler_id_is_the_tools "$cc" newer "the id clang$KCFI_LAB_LLVM of Linux $k gives void (int *)"
 		# Compile and link in one call: the compiler runs its own
 		# executable again for the second job (the kernel's host programs).
 		printf 'int main(void) { return 0; }\n' >"$TEST_TMP/newer-main.c"
