@@ -186,11 +186,14 @@ test_kernels_tool_reads_their_preambles() { each_kernel_arch preamble_size_agree
 # registers: the tool's arity is the register llvm-objdump shows, and
 # for lkdtm_increment_int it is the parameter count of the prototype
 # in the image's DWARF. Without it the tool reads no arity at all.
+# The registers an x86 preamble's mov may load, by the arity each says.
+ARITY_REGS="eax ecx edx ebx esp ebp esi edi"
+
 preamble_arity_agrees() {
-	local arch=$1 json reg got want proto regs="eax ecx edx ebx esp ebp esi edi"
+	local arch=$1 json reg got want proto scan="$TEST_TMP/arity-scan-$1$LAB_SUFFIX.json"
+	lab kcfi scan --json "$(vmlinux_of "$arch")" >"$scan"
 	# An arch whose preambles have no register has no "arity" at all.
-	got=$(lab kcfi scan --json "$(vmlinux_of "$arch")" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["summary"].get("arity", False))')
+	got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"].get("arity", False))' "$scan")
 	if ! grep -qx 'CONFIG_FINEIBT_BHI=y' "$(build_dir "$arch")/.config"; then
 		assert_eq "$got" False "$arch: the tool reads an arity without FINEIBT_BHI"
 		echo "Linux $LAB_KERNEL, $arch: no arity"
@@ -201,7 +204,7 @@ preamble_arity_agrees() {
 	got=$(json_field functions.0.arity <<<"$json")
 	reg=$("llvm-objdump$KCFI_LAB_LLVM" -d --disassemble-symbols=__cfi_lkdtm_increment_int "$(vmlinux_of "$arch")" |
 		sed -nE 's/.*movl[[:space:]]+[$]0x[0-9a-f]+, %(e[a-z]{2}).*/\1/p')
-	want=$(awk -v r="$reg" '{ for (i = 1; i <= NF; i++) if ($i == r) print i - 1 }' <<<"$regs")
+	want=$(awk -v r="$reg" '{ for (i = 1; i <= NF; i++) if ($i == r) print i - 1 }' <<<"$ARITY_REGS")
 	[ -n "$want" ] || fail "$arch: no id register in __cfi_lkdtm_increment_int ('$reg')"
 	assert_eq "$(json_field functions.0.preamble_register <<<"$json")" "$reg" "$arch: the tool's preamble register"
 	assert_eq "$got" "$want" "$arch: the tool's arity, llvm-objdump's %$reg"
@@ -213,26 +216,26 @@ preamble_arity_agrees() {
 	local commas=${proto//[^,]/}
 	assert_eq "$want" "$((${#commas} + 1))" "$arch: arity of lkdtm_increment_int ($proto)"
 	echo "Linux $LAB_KERNEL, $arch: __cfi_lkdtm_increment_int loads its id into %$reg: arity $want"
-	every_preamble_arity "$arch"
+	every_preamble_arity "$arch" "$scan"
 }
 
-# every_preamble_arity ARCH: the tool's arity of every preamble in the
-# image is the number of the register llvm-objdump shows its mov
-# loading, for every function both name (a name some static functions
-# share is compared as the list of its registers).
+# every_preamble_arity ARCH SCAN: the tool's arity of every preamble in
+# the image (SCAN: its kcfi scan --json) is the number of the register
+# llvm-objdump shows its mov loading, for every function both name (a
+# name some static functions share is compared as the list of its
+# registers).
 every_preamble_arity() {
 	local arch=$1 objdump="$TEST_TMP/arity-objdump-$1$LAB_SUFFIX" tool="$TEST_TMP/arity-tool-$1$LAB_SUFFIX" out
 	"llvm-objdump$KCFI_LAB_LLVM" -d --no-show-raw-insn "$(vmlinux_of "$arch")" |
 		awk '/^[0-9a-f]+ <__cfi_/ { n = substr($2, 8); sub(/>:$/, "", n); next }
 			/^[0-9a-f]+ </ { n = "" }
 			n != "" && /movl\t\$0x/ { if (match($0, /%e[a-z][a-z]/)) print n, substr($0, RSTART + 1, 3); n = "" }' >"$objdump"
-	lab kcfi scan --json "$(vmlinux_of "$arch")" |
-		python3 -c 'import json, sys
-for f in json.load(sys.stdin)["functions"]:
-    print(f["name"], f["arity"])' >"$tool"
-	out=$(python3 - "$objdump" "$tool" <<-'PY'
+	python3 -c 'import json, sys
+for f in json.load(open(sys.argv[1]))["functions"]:
+    print(f["name"], f["arity"])' "$2" >"$tool"
+	out=$(python3 - "$objdump" "$tool" "$ARITY_REGS" <<-'PY'
 		import collections, sys
-		regs = "eax ecx edx ebx esp ebp esi edi".split()
+		regs = sys.argv[3].split()
 		seen = collections.defaultdict(list)
 		for line in open(sys.argv[1]):
 		    name, reg = line.split()

@@ -91,13 +91,14 @@ gdb_walk() {
 	# rewritten it at boot (x86's alternatives turn je; ud2 into a jne to
 	# a udb byte), so the trap is where the tool finds it in the live
 	# bytes, and that is the image's trap or the kernel's rewrite of it.
-	local live offset
+	local live offset live_trap
 	live=$(sed -n 's/^LIVE_CHECK //p' "$log")
 	[ -n "$live" ] || fail "gdb did not read the check's bytes"
 	offset=$(lab kcfi decode --arch "$arch" --json "$live" | json_field trap_offset)
-	if [ "$(printf '%#x' $((check + offset)))" != "$trap_pc" ]; then
-		echo "the kernel rewrote the check: its trap is at $(printf '%#x' $((check + offset))), the image's at $trap_pc"
-		trap_pc=$(printf '%#x' $((check + offset)))
+	live_trap=$(printf '%#x' $((check + offset)))
+	if [ "$live_trap" != "$trap_pc" ]; then
+		echo "the kernel rewrote the check: its trap is at $live_trap, the image's at $trap_pc"
+		trap_pc=$live_trap
 	fi
 	assert_grep "PC_AT_TRAP $trap_pc\$" "$log" "pc at the trap instruction, from the lab's tool"
 	assert_grep 'lkdtm_increment_int' "$log" "kcfi-explain names the target"
