@@ -317,13 +317,15 @@ source_of_string() {
 # and files, and set GUEST_LOG to its path. The cache lives in
 # KCFI_LAB_EX_CACHE (default $KCFI_LAB_HOME/exercises). Stops with
 # cannot_check when the boot fails, so call it plainly, never inside
-# $(...): there its verdict would end only the subshell.
+# $(...): there its verdict would end only the subshell. EX_APPEND, when
+# set, is passed with --append (kernel arguments).
 boot_guest() {
 	local arch=$1 mode=$2 cmds=$3 key log f
 	shift 3
 	local -a args=("$arch" "--$mode" --timeout 600)
+	[ -z "${EX_APPEND:-}" ] || args+=(--append "$EX_APPEND")
 	key=$({
-		echo "$arch $mode $cmds"
+		echo "$arch $mode $cmds${EX_APPEND:+ --append $EX_APPEND}"
 		stat -c %Y "$(kernel_image "$arch")" "$(initramfs_image "$arch")" 2>/dev/null
 		for f in "$@"; do sha256sum <"$f"; done
 	} | sha256sum | cut -c1-16)

@@ -87,6 +87,30 @@ test_ex10_cost() { exercise_round 10-cost; }
 test_ex11_then_and_now() { exercise_round 11-then-and-now; }
 test_ex12_riscv64_check() { exercise_round 12-riscv64-check; }
 test_ex13_hashes_that_move() { exercise_round 13-hashes-that-move; }
+test_ex14_arity() {
+	exercise_round 14-arity
+	# Beyond near misses: a function whose count is its C parameters,
+	# and a real reason that is not this function's.
+	local -a words
+	read -r -a words <<<"$(solution_answer 14-arity x86_64)"
+	expect_exit 1 "$(ex_dir 14-arity)/check" --arch x86_64 "${words[0]}" __warn "${words[2]}"
+	[[ "$OUT" == *"find one where the two differ"* ]] || fail "14: __warn taken for a difference: $OUT"
+	local other=stack
+	[ "${words[2]}" != stack ] || other=unused
+	expect_exit 1 "$(ex_dir 14-arity)/check" --arch x86_64 "${words[0]}" "${words[1]}" "$other"
+	[[ "$OUT" == *"but not for '$other'"* ]] || fail "14: '$other' taken for ${words[1]}: $OUT"
+}
+
+test_ex15_two_compilers() {
+	exercise_round 15-two-compilers
+	# Each report with its two sides swapped: the hint names the mistake.
+	local -a w
+	read -r -a w <<<"$(solution_answer 15-two-compilers x86_64)"
+	expect_exit 1 "$(ex_dir 15-two-compilers)/check" --arch x86_64 "${w[1]}" "${w[0]}" "${w[2]}" "${w[3]}"
+	[[ "$OUT" == *"answer 1"*"other side of that report"* ]] || fail "15: swapped first report: $OUT"
+	expect_exit 1 "$(ex_dir 15-two-compilers)/check" --arch x86_64 "${w[0]}" "${w[1]}" "${w[3]}" "${w[2]}"
+	[[ "$OUT" == *"answer 3"*"other side of that report"* ]] || fail "15: swapped second report: $OUT"
+}
 
 test_ex13_answer_is_never_kept() {
 	# Its answer is what one boot showed, and its checker wants it in a
