@@ -402,6 +402,13 @@ lab_instructor_one() {
 		printf 'SKIP %-20s %-7s no %s kernel built\n' "$name" "$where" "$where"
 		return 0
 	fi
+	# An exercise that compares the lab kernel with the default one
+	# (lab.conf's "compares: default") needs both built: a pack carries one.
+	if [ "$(lab_conf "$name" compares)" = default ] &&
+		! (use_kernel "$LAB_DEFAULT_KERNEL" && [ -f "$(build_dir "$arch")/vmlinux" ]); then
+		printf 'SKIP %-20s %-7s no %s Linux %s kernel built to compare with\n' "$name" "$where" "$arch" "$LAB_DEFAULT_KERNEL"
+		return 0
+	fi
 	answer=$(lab_solution "$name" "$arch" 2>"$tmp") || rc=$?
 	if [ "$rc" != 0 ]; then
 		answer="$answer $(cat "$tmp")"
