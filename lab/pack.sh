@@ -195,6 +195,19 @@ cmd_unpack() {
 	local -a arches
 	read -r -a arches <<<"$(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
 	[ -z "$debs" ] || debs_install "${arches[@]}"
+	pack_toolchain_note
+}
+
+# pack_toolchain_note: a pack carries no toolchain. Where the kernel's
+# comes into the lab's home rather than from the host's packages, say
+# how to get it when it is not there: the exercises build modules and
+# read the images with it.
+pack_toolchain_note() {
+	local suites
+	suites=$(host_kernel_get toolchain_suites)
+	[ -n "$suites" ] || return 0
+	toolchain_ready && return 0
+	info "Linux $LAB_KERNEL's toolchain (clang$KCFI_LAB_LLVM) is not in $KCFI_LAB_HOME yet; the exercises need it: ./run.sh setup$LAB_KOPT fetches it from $suites (verified by apt, into the lab's home)"
 }
 
 # pack_worktree_git: the lab's kernel commits in a pack's worktree, from

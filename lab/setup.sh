@@ -71,18 +71,21 @@ install_packages() {
 	done
 }
 
-# check_tools: every command the lab runs is on PATH (a package may be
-# installed while PATH hides it).
+# check_tools [no-source]: every command the lab runs is on PATH (a
+# package may be installed while PATH hides it), and the kernel's source
+# tarball is there (unless no-source).
 check_tools() {
 	local entry cmd
 	for entry in $(lab_packages); do
 		cmd=${entry#*:}
 		[ -n "$cmd" ] && require_tool "$cmd" "${entry%%:*}"
 	done
-	[ -f "$DISTRO_TARBALL" ] ||
+	[ "${1:-}" = no-source ] || [ -f "$DISTRO_TARBALL" ] ||
 		die "$DISTRO_TARBALL not found; get it with: ./run.sh setup$LAB_KOPT"
 }
 
+# ensure_packages [no-source]: the packages, the kernel's source package
+# (unless no-source) and its toolchain.
 ensure_packages() {
 	local -a missing
 	host_get suite >/dev/null
@@ -90,9 +93,9 @@ ensure_packages() {
 	if [ "${#missing[@]}" -gt 0 ]; then
 		install_packages "${missing[@]}"
 	fi
-	fetch_source
+	[ "${1:-}" = no-source ] || fetch_source
 	fetch_toolchain
-	check_tools
+	check_tools "${1:-}"
 }
 
 # fetch_source: the lab kernel's source package, when this host takes it
@@ -312,7 +315,13 @@ cmd_setup() {
 		done
 		[ "${#extra[@]}" = 0 ] || install_packages "${extra[@]}"
 	fi
-	ensure_packages
+	if pack_home; then
+		# The pack carries the sources the exercises read; a build in
+		# this home fetches the whole source first.
+		ensure_packages no-source
+	else
+		ensure_packages
+	fi
 	for arch in $(lab_arches); do
 		fetch_busybox "$arch"
 	done

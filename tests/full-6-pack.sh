@@ -108,6 +108,43 @@ test_pack_home_passes_every_exercise() {
 	[[ "$OUT" == *"cannot check: module build failed"* ]] || fail "unexpected: $OUT"
 }
 
+test_newest_kernel_pack_passes_its_exercises() {
+	# A pack of the newest kernel's x86_64 build, in a fresh home: the
+	# instructor run passes every exercise of that kernel, those that
+	# build a module with its toolchain included. Where the toolchain
+	# lives in the lab's home rather than on the host, unpack says how
+	# to get it and the learner's setup fetches it (no source package:
+	# the pack carries what the exercises read).
+	local kernel home="$TEST_TMP/newest-pack" pack="$TEST_TMP/newest.tar.gz" out="$TEST_TMP/newest-instructor.log"
+	local rc=0 name want=0 where
+	for kernel in $(lab_kernels); do :; done
+	use_kernel "$kernel"
+	[ -f "$(vmlinux_of x86_64)" ] || skip "no x86_64 Linux $kernel kernel built"
+	lab --kernel "$kernel" pack x86_64 -o "$pack"
+	expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack" --key "$(instructor_key)"
+	if [ -n "$(host_kernel_get toolchain_suites)" ]; then
+		[[ "$OUT" == *"toolchain (clang$KCFI_LAB_LLVM) is not in $home yet"*"./run.sh setup --kernel $kernel"* ]] ||
+			fail "unpack does not say how to get the toolchain: $OUT"
+		expect_exit 0 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" --kernel "$kernel" setup
+		[ ! -e "$home/sources" ] || fail "setup in a pack home fetched the kernel's source package"
+	fi
+	env -u KCFI_LAB_EX_CACHE KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" --kernel "$kernel" lab --instructor >"$out" 2>&1 </dev/null || rc=$?
+	cat "$out"
+	assert_eq "$rc" 0 "instructor run from a Linux $kernel pack"
+	for name in $(cd "$KCFI_LAB_ROOT/exercises" && ls -d [0-9][0-9]-*); do
+		case " $(exercise_kernels "$name") " in *" $kernel "*) ;; *) continue ;; esac
+		case " $(ex_arches "$name") " in *" x86_64 "*) ;; *) continue ;; esac
+		where="x86_64${LAB_SUFFIX:+ $kernel}"
+		if grep -q '^compares: default$' "$KCFI_LAB_ROOT/exercises/$name/lab.conf"; then
+			assert_grep "^SKIP $name +$where no x86_64 Linux $LAB_DEFAULT_KERNEL kernel built to compare with" "$out" "$name from a pack"
+			continue
+		fi
+		want=$((want + 1))
+		assert_grep "^PASS $name +$where " "$out" "$name on x86_64 passes from a Linux $kernel pack"
+	done
+	assert_eq "$(grep -c '^PASS ' "$out")" "$want" "PASS lines"
+}
+
 test_damaged_pack_is_refused() {
 	make_pack
 	local bad="$TEST_TMP/bad.tar.gz" stage="$TEST_TMP/stage"
