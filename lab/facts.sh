@@ -71,11 +71,18 @@ func_fact() {
 	kcfi_fact_tool func "$(vmlinux_of "$1")" "$2" --json | json_field "functions.0.$3"
 }
 
+# func_types_fact ARCH FUNC FIELD: a field of kcfi func --types --json for
+# FUNC, which adds what the image's DWARF says (prototype, type_check,
+# arity_against_prototype) to func_fact's; "None" where it has nothing.
+func_types_fact() {
+	kcfi_fact_tool func "$(vmlinux_of "$1")" "$2" --types --json 2>/dev/null |
+		json_field "functions.0.$3" 2>/dev/null
+}
+
 # func_prototype ARCH FUNC: FUNC's prototype as the image's DWARF gives
 # it (kcfi func --types), or nothing (an assembly function, no DWARF).
 func_prototype() {
-	kcfi_fact_tool func "$(vmlinux_of "$1")" "$2" --types --json 2>/dev/null |
-		json_field functions.0.prototype 2>/dev/null | grep -vx None || true
+	func_types_fact "$1" "$2" prototype | grep -vx None || true
 }
 
 # site_fact ARCH FUNC FIELD: a field of the first check site in FUNC, as
