@@ -13,8 +13,17 @@ pack_key() {
 	echo "$KCFI_LAB_HOME/keys/instructor"
 }
 
+# need_ssh_keygen: ssh-keygen, installed from the host's own apt sources
+# (the package the host file names for it) when it is missing, as the
+# lab's setup installs what it needs: a fresh machine's first command
+# may be unpack.
 need_ssh_keygen() {
-	have ssh-keygen || die "pack signatures need ssh-keygen: install openssh-client"
+	local pkg
+	have ssh-keygen && return 0
+	pkg=$(host_get packages | tr ' ' '\n' | sed -n 's/:ssh-keygen$//p' | sed -n 1p)
+	[ -n "$pkg" ] || die "pack signatures need ssh-keygen, and lab/host/$LAB_HOST.conf names no package for it"
+	install_packages "$pkg"
+	have ssh-keygen || die "pack signatures need ssh-keygen, which $pkg did not bring onto PATH"
 }
 
 # pack_key_init: the instructor's key, made on first use (ed25519, no
