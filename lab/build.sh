@@ -32,9 +32,15 @@ ccache_setup() {
 	KMAKE_CC=("CC=ccache clang$KCFI_LAB_LLVM")
 	export CCACHE_DIR=${CCACHE_DIR:-$KCFI_LAB_HOME/ccache}
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
-	# The compiler by what it says it is, not by its file's time: a
-	# toolchain fetched into a new home is the same compiler.
-	export CCACHE_COMPILERCHECK=${CCACHE_COMPILERCHECK:-%compiler% --version}
+	# The compiler by what it says it is (its version and Debian
+	# revision), not by its file's time or place: the same package's
+	# clang installed on a host or unpacked into a lab's home (another
+	# release's toolchain, as on the fresh-machine lanes) is the same
+	# compiler, and clang --version's last line, its directory, differs.
+	if [ -z "${CCACHE_COMPILERCHECK:-}" ]; then
+		CCACHE_COMPILERCHECK="string:$("clang$KCFI_LAB_LLVM" --version | sed -n 1p)"
+		export CCACHE_COMPILERCHECK
+	fi
 }
 
 # requested_options FRAGMENT...: "CONFIG_X=VALUE" for every option set or
