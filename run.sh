@@ -10,6 +10,8 @@ KCFI_LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KCFI_LAB_ROOT/lab/setup.sh"
 # shellcheck source=lab/suites.sh
 . "$KCFI_LAB_ROOT/lab/suites.sh"
+# shellcheck source=lab/roots.sh
+. "$KCFI_LAB_ROOT/lab/roots.sh"
 # shellcheck source=lab/kernel-branch.sh
 . "$KCFI_LAB_ROOT/lab/kernel-branch.sh"
 # shellcheck source=lab/build.sh
@@ -82,7 +84,7 @@ USAGE
 prepare() {
 	local arch
 	if from_pack "$1"; then
-		require_tool "$(qemu_binary "$1")" "$(arch_get "$1" qemu_package)"
+		require_qemu "$1"
 		info "using the $1 kernel from the pack ($(sed -n 's/^created: //p' "$PACK_MANIFEST"))"
 		return 0
 	fi

@@ -23,7 +23,8 @@ ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
 KERNEL_KEYS=(default source_package source_tarball branch default_arch fragments
 	rerandomizes norand_arg impl_lines off_arches off_arg cfi_option)
 # A host file sets these, and for every kernel K: K.llvm, K.toolchain_suites,
-# K.source_suites. An arch A other than the host's may have A.busybox_suites.
+# K.source_suites. An arch A other than the host's may have A.busybox_suites;
+# a kernel K may have K.A.qemu_suites for an arch A. An arch A other than the host's may have A.busybox_suites.
 HOST_KEYS=(name suite own_suites keyring packages learner_packages toolchain_packages test_packages)
 HOST_KERNEL_KEYS=(llvm toolchain_suites source_suites)
 
@@ -366,6 +367,28 @@ arch_is_host() {
 
 # Shorthands for the keys the machinery asks for most.
 kbuild_arch() { arch_get "$1" kbuild_arch; }
-qemu_binary() { arch_get "$1" qemu; }
+qemu_binary() {
+	if [ -n "$(qemu_suites "$1")" ]; then
+		echo "$(qemu_home "$1")/bin/$(arch_get "$1" qemu)"
+	else
+		arch_get "$1" qemu
+	fi
+}
+
+# qemu_suites ARCH: the suites this host takes the lab kernel's QEMU for
+# ARCH from (K.ARCH.qemu_suites: its own QEMU is wrong for that kernel),
+# or nothing (the host's own package).
+qemu_suites() {
+	[ -n "$LAB_HOST" ] || return 0
+	printf '%s
+' "${LAB_CONF["host/$LAB_KERNEL.$1.qemu_suites"]:-}"
+}
+
+# qemu_home ARCH: where a QEMU from other suites is in the lab's home
+# (its root and, in bin/, its wrapper), named by its path, never put on
+# PATH: another kernel of the same process may use the host's.
+qemu_home() {
+	echo "$KCFI_LAB_HOME/qemu/$LAB_KERNEL-$1"
+}
 
 conf_load_all

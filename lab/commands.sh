@@ -34,18 +34,30 @@ clang_version() {
 	fi
 }
 
+# qemu_version ARCH: the version of ARCH's QEMU for the lab kernel: the
+# host's package's, or, for one from other suites, where it lives.
+qemu_version() {
+	if [ -z "$(qemu_suites "$1")" ]; then
+		package_version "$(arch_get "$1" qemu_package)"
+	elif qemu_ready "$1"; then
+		echo "$("$(qemu_binary "$1")" --version | sed -n '1s/^QEMU emulator version \([^ ]*\).*/\1/p') in $(qemu_home "$1")"
+	else
+		echo "not fetched"
+	fi
+}
+
 # kernel_status: the lab kernel's packages, import, worktree, pack and builds.
 kernel_status() {
 	local arch src qemu
 	src=$(kernel_get source_package)
-	qemu=$(arch_get "$(kernel_get default_arch)" qemu_package)
+	qemu=$(qemu_version "$(kernel_get default_arch)")
 	local version
 	if [ -n "$LAB_SOURCE_ROOT" ]; then
 		version="$(distro_version) (in the lab's home)"
 	else
 		version=$(package_version "$src")
 	fi
-	echo "packages:       $src $version, clang$KCFI_LAB_LLVM $(clang_version), qemu $(package_version "$qemu")"
+	echo "packages:       $src $version, clang$KCFI_LAB_LLVM $(clang_version), qemu $qemu"
 	if [ -d "$LAB_GIT" ] && git --git-dir="$LAB_GIT" rev-parse -q --verify "$LAB_DISTRO" >/dev/null 2>&1; then
 		echo "distro import:  $(git --git-dir="$LAB_GIT" log -1 --format='%h %s' "$LAB_DISTRO")"
 	elif pack_home; then

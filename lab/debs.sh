@@ -8,12 +8,13 @@
 DEBS_DIR="$KCFI_LAB_HOME/debs"
 
 # learner_packages ARCH...: what a learner with a pack runs: the QEMU of
-# ARCH..., the lab kernel's toolchain (exercise 03 asks clang for type
+# ARCH... (but one the host takes from other suites: unpack says how to
+# get it), the lab kernel's toolchain (exercise 03 asks clang for type
 # ids, 09 and 10 build modules) and the host file's learner_packages.
 learner_packages() {
 	local arch entry
 	for arch in "$@"; do
-		arch_get "$arch" qemu_package
+		[ -n "$(qemu_suites "$arch")" ] || arch_get "$arch" qemu_package
 	done
 	host_get learner_packages | tr ' ' '\n' | sed '/^$/d'
 	for entry in $(toolchain_packages); do

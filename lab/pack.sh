@@ -195,15 +195,19 @@ cmd_unpack() {
 	local -a arches
 	read -r -a arches <<<"$(sed -n 's/^arches: //p' "$PACK_MANIFEST")"
 	[ -z "$debs" ] || debs_install "${arches[@]}"
-	pack_toolchain_note
+	pack_toolchain_note "${arches[@]}"
 }
 
-# pack_toolchain_note: a pack carries no toolchain. Where the kernel's
-# comes into the lab's home rather than from the host's packages, say
-# how to get it when it is not there: the exercises build modules and
-# read the images with it.
+# pack_toolchain_note ARCH...: a pack carries no toolchain and no QEMU.
+# Where the kernel's toolchain, or the QEMU of one of ARCH..., comes into
+# the lab's home rather than from the host's packages, say how to get it
+# when it is not there: the exercises build modules and read the images
+# with the toolchain, and a boot needs QEMU.
 pack_toolchain_note() {
-	local suites
+	local suites arch
+	for arch in "$@"; do
+		[ -z "$(qemu_suites "$arch")" ] || qemu_ready "$arch" || info "$(qemu_missing "$arch")"
+	done
 	suites=$(host_kernel_get toolchain_suites)
 	[ -n "$suites" ] || return 0
 	toolchain_ready && return 0

@@ -125,6 +125,13 @@ qemu_args() {
 	fi
 }
 
+# qemu_note ARCH BINARY: when the QEMU a boot runs (BINARY) is not the
+# host's own but one fetched from other suites, say which, and why.
+qemu_note() {
+	[[ "$2" == */* ]] || return 0
+	info "QEMU: $2 (from $(qemu_suites "$1"): this host's own QEMU is wrong for Linux $LAB_KERNEL on $1, lab/host/$LAB_HOST.conf)"
+}
+
 # run_scripted ARCH MODE CMDS TIMEOUT PORT APPEND [FILE...]: boot, run
 # CMDS, power off; the console goes to stdout and to a log. QEMU waits
 # for gdb on PORT when it is not empty. Exit 0 iff the guest booted, ran
@@ -138,6 +145,7 @@ run_scripted() {
 	qemu_args "$arch" "$initrd" "$mode" "$append" "$port" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
+	qemu_note "$arch" "${cmd[0]}"
 	# However run.sh ends, it ends QEMU: timeout --foreground keeps QEMU
 	# in run.sh's process group, where Ctrl-C and a hangup reach it, and
 	# the EXIT trap covers a kill of run.sh alone. The console is not
@@ -177,6 +185,7 @@ run_inline() {
 	qemu_args "$arch" "$initrd" "$mode" "$append" >"$tmp/args"
 	local -a cmd
 	mapfile -t cmd <"$tmp/args"
+	qemu_note "$arch" "${cmd[0]}"
 	QEMU_TMP=$tmp
 	trap 'stop_qemu "$QEMU_TMP"' EXIT
 	info "booting $arch ($mode); Ctrl-a x quits QEMU"

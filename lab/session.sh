@@ -156,6 +156,7 @@ run_session() {
 	qemu_args "$arch" "$initrd" "$mode" "$append" "$port" >"$dir/args"
 	local -a qemu
 	mapfile -t qemu <"$dir/args"
+	qemu_note "$arch" "${qemu[0]}"
 	qemu+=("${CONSOLE_ARGS[@]}" -pidfile "$dir/qemu.pid")
 	write_launcher "$dir/console.sh" "$dir" "${qemu[@]}"
 	# In a terminal of its own, run.sh attaches to the session: from here

@@ -14,7 +14,7 @@ lab_packages() {
 	[ -n "$(host_kernel_get source_suites)" ] || echo "$DISTRO_PACKAGE:"
 	[ -n "$(host_kernel_get toolchain_suites)" ] || toolchain_packages
 	for arch in $(lab_arches); do
-		echo "$(arch_get "$arch" qemu_package):$(arch_get "$arch" qemu)"
+		[ -n "$(qemu_suites "$arch")" ] || echo "$(arch_get "$arch" qemu_package):$(arch_get "$arch" qemu)"
 	done
 	host_get packages | tr ' ' '\n' | sed '/^$/d'
 }
@@ -72,21 +72,43 @@ install_packages() {
 }
 
 # check_tools [no-source]: every command the lab runs is on PATH (a
-# package may be installed while PATH hides it), and the kernel's source
-# tarball is there (unless no-source).
+# package may be installed while PATH hides it), a QEMU from other
+# suites runs, and the kernel's source tarball is there (unless
+# no-source).
 check_tools() {
-	local entry cmd
+	local entry cmd arch
 	for entry in $(lab_packages); do
 		cmd=${entry#*:}
 		[ -n "$cmd" ] && require_tool "$cmd" "${entry%%:*}"
+	done
+	for arch in $(lab_arches); do
+		[ -z "$(qemu_suites "$arch")" ] || qemu_ready "$arch" || die "$(qemu_missing "$arch")"
 	done
 	[ "${1:-}" = no-source ] || [ -f "$DISTRO_TARBALL" ] ||
 		die "$DISTRO_TARBALL not found; get it with: ./run.sh setup$LAB_KOPT"
 }
 
+# qemu_missing ARCH: the one line that says ARCH's QEMU for the lab
+# kernel, which this host takes from other suites, is not in the lab's
+# home yet.
+qemu_missing() {
+	echo "Linux $LAB_KERNEL's QEMU for $1 is not in $KCFI_LAB_HOME yet: ./run.sh setup$LAB_KOPT fetches $(arch_get "$1" qemu_package) from $(qemu_suites "$1") (verified by apt, into the lab's home)"
+}
+
+# require_qemu ARCH: ARCH's QEMU for the lab kernel is there, or a
+# one-line error that says how to get it.
+require_qemu() {
+	if [ -z "$(qemu_suites "$1")" ]; then
+		require_tool "$(qemu_binary "$1")" "$(arch_get "$1" qemu_package)"
+	else
+		qemu_ready "$1" || die "$(qemu_missing "$1")"
+	fi
+}
+
 # ensure_packages [no-source]: the packages, the kernel's source package
-# (unless no-source) and its toolchain.
+# (unless no-source), its toolchain and its QEMU.
 ensure_packages() {
+	local arch
 	local -a missing
 	host_get suite >/dev/null
 	mapfile -t missing < <(missing_packages)
@@ -95,6 +117,9 @@ ensure_packages() {
 	fi
 	[ "${1:-}" = no-source ] || fetch_source
 	fetch_toolchain
+	for arch in $(lab_arches); do
+		fetch_qemu "$arch"
+	done
 	check_tools "${1:-}"
 }
 
@@ -119,141 +144,6 @@ fetch_source() {
 		die "$deb holds no ${DISTRO_TARBALL#"$LAB_SOURCE_ROOT"}"
 	rm -rf "$LAB_SOURCE_ROOT" "$KCFI_LAB_HOME/apt-source/debs"
 	mv "$LAB_SOURCE_ROOT.tmp" "$LAB_SOURCE_ROOT"
-}
-
-# fetch_toolchain: the lab kernel's toolchain, when this host takes it
-# from other suites: its packages and every library the host lacks,
-# unpacked under the lab's home, with a wrapper for each command in
-# LAB_TOOLCHAIN_BIN that finds those libraries and nothing of the host's
-# changes. A toolchain from a newer release than the host's (one whose
-# packages would replace the host's C library) comes with every package
-# it needs, C library included, and its programs are made to run on
-# that release's dynamic loader (toolchain_root_patch).
-fetch_toolchain() {
-	local suites root deb cmd status dir="$KCFI_LAB_HOME/apt-toolchain" debarch
-	suites=$(host_kernel_get toolchain_suites)
-	[ -n "$suites" ] || return 0
-	root=${LAB_TOOLCHAIN_BIN%/bin}/root
-	toolchain_ready && return 0
-	local -a pkgs=()
-	for entry in $(toolchain_packages); do
-		pkgs+=("${entry%%:*}")
-	done
-	debarch=$(host_debian_arch)
-	info "fetching ${pkgs[*]} from $suites (private apt state in $dir)"
-	# shellcheck disable=SC2086 # suites: one word each
-	suite_state "$dir" "$debarch" $suites
-	status=/var/lib/dpkg/status
-	if ! suite_closure "$dir" "$debarch" "$status" "${pkgs[@]}" >/dev/null 2>&1; then
-		info "${pkgs[*]} need a newer C library than this host's: fetching a root of their own"
-		status=$dir/status
-		# The release's own patchelf, run on its loader, points the
-		# root's programs at that loader.
-		pkgs+=(patchelf)
-	fi
-	rm -rf "$root.tmp" "$LAB_TOOLCHAIN_BIN"
-	mkdir -p "$root.tmp" "$LAB_TOOLCHAIN_BIN"
-	suite_download "$dir" "$debarch" "$status" "${pkgs[@]}"
-	for deb in "$dir/debs/"*.deb; do
-		dpkg-deb -x "$deb" "$root.tmp"
-	done
-	toolchain_root_patch "$root.tmp" "$root"
-	rm -rf "$root" "$dir/debs"
-	mv "$root.tmp" "$root"
-	for cmd in "$root"/usr/bin/*"$KCFI_LAB_LLVM"; do
-		[ -e "$cmd" ] || continue
-		toolchain_wrapper "$root" "$cmd" >"$LAB_TOOLCHAIN_BIN/${cmd##*/}"
-		chmod +x "$LAB_TOOLCHAIN_BIN/${cmd##*/}"
-	done
-	toolchain_ready || die "the toolchain fetched from $suites does not run (see $root)"
-}
-
-# root_loader ROOT: the dynamic loader ROOT holds (a root with a C
-# library of its own), or nothing.
-root_loader() {
-	local f
-	for f in "$1"/usr/lib/*-linux-gnu*/ld-linux*.so.*; do
-		[ ! -e "$f" ] || {
-			echo "$f"
-			return 0
-		}
-	done
-}
-
-# root_libs ROOT: ROOT's library directories, separated by ":".
-root_libs() {
-	local d libs=""
-	for d in "$1"/usr/lib/*-linux-gnu* "$1"/lib/*-linux-gnu* "$1"/usr/lib/llvm*/lib; do
-		[ -d "$d" ] && libs="$libs${libs:+:}$d"
-	done
-	echo "$libs"
-}
-
-# toolchain_root_patch DIR ROOT: when DIR (to be moved to ROOT) holds a
-# C library of its own, make every program in it start on ROOT's
-# loader, and every program and library look for its libraries in
-# ROOT first. A program run through the loader (ld.so PROGRAM) would see
-# the loader as its own executable: a clang that re-runs itself for a
-# second job (compile and link) would run the loader instead. The
-# search path is an RPATH, which the loader also applies to the
-# libraries a library loads, and never an environment variable, which
-# the host's own programs (a linker a clang runs) would inherit.
-toolchain_root_patch() {
-	local dir=$1 root=$2 loader libs f
-	loader=$(root_loader "$dir")
-	[ -n "$loader" ] || return 0
-	libs=$(root_libs "$dir")
-	local -a patchelf=("$loader" --library-path "$libs" "$dir/usr/bin/patchelf")
-	libs=${libs//"$dir"/"$root"}
-	while IFS= read -r -d '' f; do
-		# Programs only: the C library has an interpreter too (it runs),
-		# and it is what patchelf itself runs on.
-		if [[ "$f" == */bin/* ]] && "${patchelf[@]}" --print-interpreter "$f" >/dev/null 2>&1; then
-			"${patchelf[@]}" --set-interpreter "${loader/"$dir"/"$root"}" "$f" ||
-				die "could not point $f at the loader of $root"
-		elif [ -z "$("${patchelf[@]}" --print-rpath "$f" 2>/dev/null)" ]; then
-			continue
-		fi
-		"${patchelf[@]}" --force-rpath --set-rpath "$libs" "$f" ||
-			die "could not point $f at the libraries of $root"
-	done < <(find "$dir/usr/lib" "$dir/usr/bin" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
-		! -path '*/gconv/*' ! -name patchelf -print0)
-}
-
-# toolchain_wrapper ROOT CMD: a script that runs CMD (a command unpacked
-# into ROOT) with ROOT's libraries: a command patched to start on
-# ROOT's loader runs as it is; otherwise the library path puts ROOT's
-# libraries first.
-toolchain_wrapper() {
-	local root=$1 cmd=$2
-	echo '#!/bin/bash'
-	if [ -n "$(root_loader "$root")" ]; then
-		printf 'exec %q "$@"\n' "$cmd"
-	else
-		# shellcheck disable=SC2016 # the wrapper's own expansions
-		printf 'LD_LIBRARY_PATH=%q${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %q "$@"\n' "$(root_libs "$root")" "$cmd"
-	fi
-}
-
-# toolchain_ready: every command of the lab kernel's toolchain runs, and
-# its clang compiles and links a program in one call (two jobs: the
-# second runs the compiler's own executable again, as the kernel's
-# host programs do).
-toolchain_ready() {
-	local entry cmd
-	for entry in $(toolchain_packages); do
-		cmd=${entry#*:}
-		[ -x "$LAB_TOOLCHAIN_BIN/$cmd" ] && "$LAB_TOOLCHAIN_BIN/$cmd" --version >/dev/null 2>&1 || return 1
-	done
-	local out
-	out=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-cc.XXXXXX")
-	printf 'int main(void) { return 0; }\n' >"$out/t.c"
-	if "$LAB_TOOLCHAIN_BIN/clang$KCFI_LAB_LLVM" -o "$out/t" "$out/t.c" >/dev/null 2>&1 && "$out/t"; then
-		rm -rf "$out"
-		return 0
-	fi
-	rm -rf "$out"
-	return 1
 }
 
 # host_debian_arch: dpkg's name for this machine's arch.

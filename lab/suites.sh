@@ -49,7 +49,8 @@ suite_sources() {
 
 # suite_apt_opts DIR DEBARCH STATUS: apt's options for the private state
 # in DIR, for packages of DEBARCH, resolving against dpkg status file
-# STATUS (an empty one: as on a machine with nothing installed).
+# STATUS (an empty one: as on a machine with nothing installed), with
+# the state's own preferences (suite_state), never the host's.
 # A Release file past its Valid-Until, or dated in the future, is
 # refused whatever the host's apt configuration says (a host may turn
 # those checks off for a snapshot mirror of its own).
@@ -57,6 +58,7 @@ suite_apt_opts() {
 	printf '%s\n' -o "Dir::State=$1" -o "Dir::State::Lists=$1/lists" \
 		-o "Dir::State::status=$3" -o "Dir::Cache=$1/cache" \
 		-o "Dir::Etc::SourceList=$1/sources.list" -o "Dir::Etc::SourceParts=$1/sources.list.d" \
+		-o "Dir::Etc::Preferences=$1/preferences" -o "Dir::Etc::PreferencesParts=$1/preferences.d" \
 		-o "APT::Architecture=$2" -o "APT::Architectures::=$2" \
 		-o Debug::NoLocking=1 -o APT::Sandbox::User=root \
 		-o Acquire::Check-Valid-Until=true -o Acquire::Check-Date=true
@@ -68,8 +70,10 @@ suite_apt_opts() {
 suite_state() {
 	local dir=$1 debarch=$2 log
 	shift 2
-	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.list.d" "$dir/debs"
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.list.d" \
+		"$dir/preferences.d" "$dir/debs"
 	: >"$dir/status"
+	suite_preferences "$@" >"$dir/preferences"
 	suite_sources "$@" >"$dir/sources.list.tmp"
 	[ -s "$dir/sources.list.tmp" ] || die "no mirror for $* in the host's apt sources"
 	if grep -qE 'trusted=|allow-insecure|allow-weak|allow-downgrade' "$dir/sources.list.tmp"; then
@@ -83,6 +87,18 @@ suite_state() {
 		die "apt-get update of $* failed or was not verified (log: $log)"
 	fi
 	suite_fresh "$dir/lists" "$*"
+}
+
+# suite_preferences SUITE...: every SUITE... at apt's default priority,
+# so that the newest version among them wins. A suite whose Release file
+# says NotAutomatic (a -backports suite) would otherwise lose to the
+# release it extends, and the version the host file asks for by naming
+# that suite would never arrive.
+suite_preferences() {
+	local suite
+	for suite in "$@"; do
+		printf 'Package: *\nPin: release n=%s\nPin-Priority: 500\n\n' "$suite"
+	done
 }
 
 # apt_update_verified LOG OPTS...: "apt-get OPTS update" into LOG

@@ -226,3 +226,49 @@ test_nocfi_caller_makes_an_unchecked_indirect_call() {
 		grep -Eq "$trap" <<<"$dis" || fail "$arch: lkdtm_indirect_call has no kCFI check"
 	done
 }
+
+# A host whose own QEMU is wrong for a kernel takes that kernel's QEMU
+# for an arch from other suites (Debian 13 takes Linux 7.3's x86_64 QEMU
+# from its backports: its own runs past the byte 7.3's checks trap on).
+# Here, a copy of this host's file takes the default kernel's QEMU for
+# its default arch from this host's own suites by that route: setup
+# fetches it into a root of its own in the lab's home, verified by apt,
+# the host's apt and dpkg untouched; it looks for its firmware in that
+# root first, not in the host's QEMU; the lab boots with it and says so,
+# and the guest shows the seed's ids.
+test_qemu_from_other_suites_boots_the_lab_kernel() {
+	local root="$TEST_TMP/qemu-suites" arch conf before after qhome wrapper first want_expected want_target
+	[ -n "$LAB_HOST" ] || skip "no host file for this machine"
+	arch=$(kernel_get default_arch)
+	[ -z "$(qemu_suites "$arch")" ] || skip "this host takes Linux $LAB_KERNEL's $arch QEMU from other suites already (every boot does this)"
+	want_expected=$(preamble_type "$arch" lkdtm_increment_void)
+	want_target=$(preamble_type "$arch" lkdtm_increment_int)
+	[[ "$want_expected$want_target" =~ ^[0-9a-f]{16}$ ]] || fail "no ids from this machine's $arch build"
+	mkdir -p "$root"
+	cp -r "$KCFI_LAB_ROOT/lab" "$KCFI_LAB_ROOT/run.sh" "$KCFI_LAB_ROOT/kernel-branch.bundle" \
+		"$KCFI_LAB_ROOT/initramfs" "$root/"
+	conf="$root/lab/host/$LAB_HOST.conf"
+	echo "$LAB_KERNEL.$arch.qemu_suites=$(host_get own_suites)" >>"$conf"
+	qhome="$KCFI_LAB_HOME/qemu/$LAB_KERNEL-$arch"
+	wrapper="$qhome/bin/$(arch_get "$arch" qemu)"
+	rm -rf "$qhome"
+	before=$(host_apt_state)
+	expect_exit 0 "$root/run.sh" setup
+	after=$(host_apt_state)
+	assert_eq "$after" "$before" "the host's apt sources and dpkg status"
+	[[ "$OUT" == *"fetching $(arch_get "$arch" qemu_package) from $(host_get own_suites)"* ]] ||
+		fail "QEMU did not come from the suites: $OUT"
+	[ -x "$wrapper" ] || fail "no $wrapper after setup"
+	# QEMU says where it looks for its firmware: its own root first.
+	first=$("$wrapper" -L help | sed -n 1p)
+	[[ "$first" == "$qhome/root/"* ]] || fail "the fetched QEMU looks for its firmware in $first first, not in its root"
+	expect_exit 0 "$root/run.sh" status
+	[[ "$OUT" == *", qemu "*" in $qhome"* ]] || fail "status does not name the fetched QEMU: $OUT"
+	expect_exit 0 "$root/run.sh" "$arch" --run 'lkdtm CFI_FORWARD_PROTO; echo QEMU-SUITES-ALIVE'
+	printf '%s\n' "$OUT" >"$TEST_TMP/qemu-suites.log"
+	assert_grep "^kcfi-lab: QEMU: $wrapper " "$TEST_TMP/qemu-suites.log" "the lab saying it boots the fetched QEMU"
+	assert_grep "CFI failure at lkdtm_indirect_call.*expected type: 0x$want_expected; target type: 0x$want_target" \
+		"$TEST_TMP/qemu-suites.log" "the seed's ids under the fetched QEMU"
+	assert_grep '^QEMU-SUITES-ALIVE' "$TEST_TMP/qemu-suites.log" "the guest surviving"
+	rm -rf "$qhome"
+}

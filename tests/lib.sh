@@ -65,6 +65,8 @@ guest_args() {
 . "$KCFI_LAB_ROOT/lab/setup.sh"
 # shellcheck source=lab/suites.sh
 . "$KCFI_LAB_ROOT/lab/suites.sh"
+# shellcheck source=lab/roots.sh
+. "$KCFI_LAB_ROOT/lab/roots.sh"
 # shellcheck source=lab/kernel-branch.sh
 . "$KCFI_LAB_ROOT/lab/kernel-branch.sh"
 # shellcheck source=lab/build.sh

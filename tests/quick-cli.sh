@@ -334,3 +334,39 @@ test_build_progress_counts_objects() {
 	record_build "$log" 42 "$record"
 	assert_eq "$(cat "$record")" "10 42" "the record of a full build"
 }
+
+# A QEMU fetched into the lab's home reads its firmware (the BIOS, the
+# option ROMs) from its own root, whichever way it was built: with fixed
+# paths, where "-L help" names /usr/share/..., which the wrapper must
+# point into the root (or the host's files, of another QEMU, are read);
+# or relocatable, where it names directories next to its binary. A
+# stand-in QEMU lists its directories one way or the other and prints
+# the arguments the wrapper gives it.
+test_fetched_qemu_reads_its_roots_firmware() {
+	local root="$TEST_TMP/fw root" kind got want
+	for kind in fixed relocatable; do
+		rm -rf "$root"
+		mkdir -p "$root/usr/bin" "$root/usr/share/qemu" "$root/usr/share/seabios"
+		# shellcheck disable=SC2016 # the stand-in's own expansions
+		{
+			echo '#!/bin/sh'
+			echo 'if [ "$*" = "-L help" ]; then'
+			if [ "$kind" = fixed ]; then
+				printf '\tprintf "%%s\\n" /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu\n'
+			else
+				printf '\td=$(dirname "$0")\n\tprintf "%%s\\n" "$d/../share/qemu" "$d/../share/seabios" "$d/../lib/ipxe/qemu"\n'
+			fi
+			echo '	exit 0'
+			echo 'fi'
+			echo 'for a; do echo "$a"; done'
+		} >"$root/usr/bin/qemu-stand-in"
+		chmod +x "$root/usr/bin/qemu-stand-in"
+		# The lab's code at KCFI_LAB_ROOT, in a shell of its own.
+		# shellcheck disable=SC2016 # that shell's own expansions
+		bash -c '. "$KCFI_LAB_ROOT/lab/common.sh"; . "$KCFI_LAB_ROOT/lab/roots.sh"; qemu_wrapper "$1" "$2"' \
+			_ "$root" "$root/usr/bin/qemu-stand-in" >"$TEST_TMP/fw-wrapper"
+		got=$(bash "$TEST_TMP/fw-wrapper" -M none | paste -sd' ')
+		want="-L $root/usr/share/qemu -L $root/usr/share/seabios -M none"
+		assert_eq "$got" "$want" "the arguments a $kind QEMU gets from its wrapper"
+	done
+}
