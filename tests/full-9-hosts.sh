@@ -51,7 +51,7 @@ test_fresh_hosts_first_oops_and_quick_suite() {
 # tested here, where those packages arrive on a fresh machine.
 test_fresh_hosts_newest_kernel_from_a_pack() {
 	local why host kernel arch pack="$TEST_TMP/newest.tar.gz" want_expected want_target log ran=""
-	local norand qemu_line start
+	local norand qemu_line start shown
 	why=$(lane_unready)
 	[ -z "$why" ] || skip "$why"
 	for kernel in $(lab_kernels); do :; done
@@ -84,6 +84,10 @@ test_fresh_hosts_newest_kernel_from_a_pack() {
 			assert_grep "QEMU for $arch is not in /root/.cache/kcfi-lab yet: ./run.sh setup --kernel $kernel fetches" "$log" \
 				"$host: unpack saying how to get the QEMU its host file names"
 			assert_grep "^kcfi-lab: QEMU: /root/.cache/kcfi-lab/qemu/$kernel-$arch/bin/" "$log" "$host: the boot on the QEMU its host file names"
+			# docs/troubleshooting.md shows that line as this host prints it.
+			shown=$(grep -m1 "^kcfi-lab: QEMU: .*lab/host/${host}[.]conf)$" "$KCFI_LAB_ROOT/docs/troubleshooting.md" || true)
+			[ -z "$shown" ] || grep -qFx -- "$shown" "$log" ||
+				fail "$host: docs/troubleshooting.md shows '$shown', the lane printed: $(grep '^kcfi-lab: QEMU: ' "$log")"
 		fi
 		echo "lane $host: Linux $kernel from a pack, setup and first oops in $((SECONDS - start))s"
 		rm -rf "$LANE"

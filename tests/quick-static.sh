@@ -353,3 +353,22 @@ test_tar_import_writes_what_git_add_writes() {
 		assert_eq "$got" "$want" "the tree of a tarball of $prefix against git add's: $(git --git-dir="$repo" diff-tree -r "$want" "$got" | sed -n 1,3p)"
 	done
 }
+
+# Every source mutant of tests/mutants.txt still changes its file: code
+# that moved or was reworded would leave a mutant that changes nothing,
+# found otherwise only at the end of a full run.
+test_source_mutants_still_apply() {
+	# shellcheck disable=SC2031 # the suite's root: a test above sets its own in a subshell only
+	local root=$KCFI_LAB_ROOT name boundary fault file stale="" out="$TEST_TMP/mutant-applied"
+	while IFS=$'\t' read -r name boundary fault _; do
+		[ "$boundary" = source ] || continue
+		file=${fault%%:*}
+		if [ ! -f "$root/$file" ]; then
+			stale="$stale $name($file: no such file)"
+			continue
+		fi
+		sed -E "${fault#*:}" "$root/$file" >"$out"
+		! cmp -s "$out" "$root/$file" || stale="$stale $name($file)"
+	done < <(awk -F ' [|] ' -v OFS='\t' '!/^#/ && NF == 4 { $1 = $1; print }' "$root/tests/mutants.txt")
+	[ -z "$stale" ] || fail "source mutants that change nothing:$stale"
+}
