@@ -24,7 +24,7 @@ KERNEL_KEYS=(default source_package source_tarball branch default_arch fragments
 	rerandomizes norand_arg impl_lines off_arches off_arg cfi_option)
 # A host file sets these, and for every kernel K: K.llvm, K.toolchain_suites,
 # K.source_suites. An arch A other than the host's may have A.busybox_suites;
-# a kernel K may have K.A.qemu_suites for an arch A. An arch A other than the host's may have A.busybox_suites.
+# a kernel K may have K.A.qemu_suites for an arch A.
 HOST_KEYS=(name suite own_suites keyring packages learner_packages toolchain_packages test_packages)
 HOST_KERNEL_KEYS=(llvm toolchain_suites source_suites)
 
