@@ -5,12 +5,6 @@
 # the tests named with it must fail on an assertion. A mutant that
 # survives means those tests can no longer see what they claim to check.
 
-# mutant_list: the mutants of tests/mutants.txt, one a line, the fields
-# separated by tabs (a fault may hold "|"; the file's separator is " | ").
-mutant_list() {
-	awk -F ' [|] ' -v OFS='\t' '!/^#/ && NF == 4 { $1 = $1; print }' "$KCFI_LAB_ROOT/tests/mutants.txt"
-}
-
 # wrap_tool DIR NAME SED-EXPR: a NAME in DIR that runs the real one with
 # its standard output through sed -E SED-EXPR. exec keeps the pid, so a
 # timeout or a kill reaches the real program.

@@ -45,6 +45,12 @@ lab() {
 	"$KCFI_LAB_ROOT/run.sh" "$@"
 }
 
+# mutant_list: the mutants of tests/mutants.txt, one a line, the fields
+# separated by tabs (a fault may hold "|"; the file's separator is " | ").
+mutant_list() {
+	awk -F ' [|] ' -v OFS='\t' '!/^#/ && NF == 4 { $1 = $1; print }' "$KCFI_LAB_ROOT/tests/mutants.txt"
+}
+
 # guest_args ARCH: the options every test boot of ARCH on the lab kernel
 # gets, one word a line: where the kernel re-randomizes the type ids at
 # boot, the argument that keeps the compiler's, so that what the guest

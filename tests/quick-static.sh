@@ -369,6 +369,6 @@ test_source_mutants_still_apply() {
 		fi
 		sed -E "${fault#*:}" "$root/$file" >"$out"
 		! cmp -s "$out" "$root/$file" || stale="$stale $name($file)"
-	done < <(awk -F ' [|] ' -v OFS='\t' '!/^#/ && NF == 4 { $1 = $1; print }' "$root/tests/mutants.txt")
+	done < <(mutant_list)
 	[ -z "$stale" ] || fail "source mutants that change nothing:$stale"
 }
