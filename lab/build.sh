@@ -37,6 +37,11 @@ ccache_setup() {
 	# clang installed on a host or unpacked into a lab's home (another
 	# release's toolchain, as on the fresh-machine lanes) is the same
 	# compiler, and clang --version's last line, its directory, differs.
+	# Depend mode: on a miss, no preprocessor run before the compile
+	# (ccache reads the compiler's own -MMD list instead). A cold build
+	# costs 1.14 times no cache at all, not 1.42 (bench/ccache-mode.sh,
+	# docs/performance.md). The caller's choice, either way, stays.
+	[ -n "${CCACHE_DEPEND+set}${CCACHE_NODEPEND+set}" ] || export CCACHE_DEPEND=1
 	if [ -z "${CCACHE_COMPILERCHECK:-}" ]; then
 		CCACHE_COMPILERCHECK="string:$("clang$KCFI_LAB_LLVM" --version | sed -n 1p)"
 		export CCACHE_COMPILERCHECK
