@@ -1,47 +1,10 @@
 #!/usr/bin/env bash
-# The lab's other kernels (lab/kernel/*.conf other than the default):
-# each is built for every arch it has KCFI on, and its guests go through
-# the same boots and gdb walk as the default kernel's, judged the same
-# way. Then what only some kernels do: the type ids re-randomized at
+# The lab's other kernels (lab/kernel/*.conf other than the default),
+# built for every arch they have KCFI on by tests/full-1-build.sh: their
+# guests go through the same boots and gdb walk as the default kernel's,
+# judged the same way. Then what only some kernels do: the type ids re-randomized at
 # boot, the padded preambles, the kernel's own line naming the CFI
 # implementation.
-
-# other_kernels: every kernel of lab/kernel/ but the default one.
-other_kernels() {
-	local k
-	for k in $(lab_kernels); do
-		[ "$k" = "$LAB_DEFAULT_KERNEL" ] || echo "$k"
-	done
-}
-
-# each_kernel_arch FUNCTION: FUNCTION ARCH for every other kernel and
-# every arch it has, with that kernel made the lab's kernel (the tests
-# run in a subshell of their own, so the choice ends with the test).
-each_kernel_arch() {
-	local k arch n=0
-	for k in $(other_kernels); do
-		use_kernel "$k"
-		for arch in $(lab_arches); do
-			echo "--- Linux $k, $arch"
-			"$1" "$arch"
-			n=$((n + 1))
-		done
-	done
-	[ "$n" -gt 0 ] || skip "the lab has no kernel but $LAB_DEFAULT_KERNEL"
-}
-
-build_kernel_arch() {
-	lab build --kernel "$LAB_KERNEL" "$1"
-	[ -f "$(kernel_image "$1")" ] || fail "no $1 kernel image for Linux $LAB_KERNEL"
-	[ -f "$(initramfs_image "$1")" ] || fail "no $1 initramfs for Linux $LAB_KERNEL"
-	[ -e "$(build_dir "$1")/vmlinux-gdb.py" ] || fail "no vmlinux-gdb.py for $1"
-	config_has_every_requested_option "$1"
-	# The kernel named by its version: the worktree is the package's.
-	assert_grep "^VERSION = ${LAB_KERNEL%%.*}$" "$LAB_WORKTREE/Makefile" "the worktree's kernel version"
-	assert_grep "^PATCHLEVEL = ${LAB_KERNEL#*.}$" "$LAB_WORKTREE/Makefile" "the worktree's patch level"
-}
-
-test_kernels_build_every_arch() { each_kernel_arch build_kernel_arch; }
 
 test_kernels_worktree_holds_their_bundle_commits() {
 	local k repo want got

@@ -36,7 +36,7 @@ lane_hosts() {
 # it is there: its suite and that suite's security updates, from the
 # mirrors this machine's apt uses, checked against its keyring.
 lane_root() {
-	local host=$1 suite log="$TEST_TMP/lane-$1-mmdebstrap.log"
+	local host=$1 suite log="$TEST_TMP/lane-$1-mmdebstrap.log" tmp
 	local -a sources
 	[ ! -s "$LANES_DIR/$host.tar" ] || return 0
 	suite=$(sed -n 's/^suite=//p' "$KCFI_LAB_ROOT/lab/host/$host.conf")
@@ -44,23 +44,26 @@ lane_root() {
 	mapfile -t sources < <(suite_sources "$suite" "$suite-security")
 	[ "${#sources[@]}" -gt 0 ] || fail "no mirror for $suite"
 	mkdir -p "$LANES_DIR"
+	# A name of its own: two tests may make the same root at once.
+	tmp="$LANES_DIR/$host.tar.tmp.$BASHPID"
 	if ! mmdebstrap --mode=root --variant=apt --format=tar --include="$LANE_INCLUDE" \
-		"$suite" "$LANES_DIR/$host.tar.tmp" "${sources[@]}" >"$log" 2>&1; then
-		rm -f "$LANES_DIR/$host.tar.tmp"
+		"$suite" "$tmp" "${sources[@]}" >"$log" 2>&1; then
+		rm -f "$tmp"
 		fail "mmdebstrap of $suite failed: $(tail -n 5 "$log")"
 	fi
-	mv "$LANES_DIR/$host.tar.tmp" "$LANES_DIR/$host.tar"
+	mv "$tmp" "$LANES_DIR/$host.tar"
 }
 
-# lane_start HOST: a fresh copy of HOST's root in LANE (a directory in
-# TEST_TMP), with the repository cloned into /root/kcfi-lab, as the work
-# tree is (a run before a commit tests what it has). A checkout that is
-# not a repository (a mutant's copy, tests/full-7-mutations.sh) is
-# copied as it is.
+# lane_start HOST: a fresh copy of HOST's root in LANE (a new directory
+# in TEST_TMP: the lanes of two tests may run at once), with the
+# repository cloned into /root/kcfi-lab, as the work tree is (a run
+# before a commit tests what it has). A checkout that is not a
+# repository (a mutant's copy, tests/full-7-mutations.sh) is copied as
+# it is.
 lane_start() {
-	LANE="$TEST_TMP/lane-$1"
-	rm -rf "$LANE"
-	mkdir -p "$LANE"
+	LANE=$(mktemp -d "$TEST_TMP/lane-$1.XXXXXX")
+	# A root directory, as mkdir makes it (mktemp's is the owner's only).
+	chmod 755 "$LANE"
 	tar -C "$LANE" -xf "$LANES_DIR/$1.tar"
 	if [ ! -d "$KCFI_LAB_ROOT/.git" ]; then
 		cp -a "$KCFI_LAB_ROOT" "$LANE/root/kcfi-lab"

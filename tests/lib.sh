@@ -81,3 +81,27 @@ guest_args() {
 . "$KCFI_LAB_ROOT/lab/tool.sh"
 # shellcheck source=lab/facts.sh
 . "$KCFI_LAB_ROOT/lab/facts.sh"
+
+# other_kernels: every kernel of lab/kernel/ but the default one.
+other_kernels() {
+	local k
+	for k in $(lab_kernels); do
+		[ "$k" = "$LAB_DEFAULT_KERNEL" ] || echo "$k"
+	done
+}
+
+# each_kernel_arch FUNCTION: FUNCTION ARCH for every other kernel and
+# every arch it has, with that kernel made the lab's kernel (the tests
+# run in a subshell of their own, so the choice ends with the test).
+each_kernel_arch() {
+	local k arch n=0
+	for k in $(other_kernels); do
+		use_kernel "$k"
+		for arch in $(lab_arches); do
+			echo "--- Linux $k, $arch"
+			"$1" "$arch"
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -gt 0 ] || skip "the lab has no kernel but $LAB_DEFAULT_KERNEL"
+}

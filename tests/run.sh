@@ -48,17 +48,25 @@ export KCFI_LAB_TEST_RUN=$$
 # Inside a tmux the suite did not start, the lab would open its windows
 # there: a server of its own for every test.
 unset TMUX
-# The files whose tests start no QEMU, gdb or tmux and take no lock of
-# the lab's home (they use homes of their own): they run in a second
-# lane, beside the others (a guest boot keeps one core busy, these the
-# other). In --quick the static checks run beside the rest.
+# The files whose tests start no QEMU, gdb or tmux of this machine's
+# and take no lock of the lab's home (they use homes of their own; the
+# fresh-machine lanes' guests run in a root and a pid namespace of their
+# own): they run in a second lane, beside the others (a guest boot keeps
+# one core busy, these the other). A full-N file there starts when the
+# main lane has run every file before it (the lanes need the default
+# kernel built). In --quick the static checks run beside the rest.
 BESIDE=(quick-static.sh)
-[ -n "$QUICK" ] || BESIDE+=(quick-cli.sh quick-exercises.sh)
+[ -n "$QUICK" ] || BESIDE+=(quick-cli.sh quick-exercises.sh full-1-lanes.sh)
 SIDE_PID=""
 cleanup() {
 	if [ -n "$SIDE_PID" ]; then
 		kill -TERM -- "-$(cat "$TEST_TMP/side.test" 2>/dev/null || echo 0)" 2>/dev/null || true
 		kill -TERM -- "-$SIDE_PID" 2>/dev/null || true
+	fi
+	# Every test's log, kept where KCFI_LAB_TEST_LOGS says (a passing
+	# test's log shows where its time went).
+	if [ -n "${KCFI_LAB_TEST_LOGS:-}" ] && mkdir -p "$KCFI_LAB_TEST_LOGS"; then
+		cp "$TEST_TMP"/test_*.log "$KCFI_LAB_TEST_LOGS/" 2>/dev/null || true
 	fi
 	rm -rf "$TEST_TMP"
 }
@@ -162,12 +170,27 @@ start_side_lane() {
 		# shellcheck disable=SC2030 # this subshell's, written to side.counts
 		passed=0 failed=0 skipped=0
 		for f in "${files[@]}"; do
-			! is_beside "$f" || run_file "$f"
+			is_beside "$f" || continue
+			[[ "${f##*/}" != full-* ]] || wait_for_main_lane "$f"
+			run_file "$f"
 		done
 		echo "$passed $failed $skipped" >"$TEST_TMP/side.counts"
 	) >"$TEST_TMP/side.out" 2>&1 &
 	SIDE_PID=$!
 	set +m
+}
+
+# wait_for_main_lane FILE: until the main lane has run every one of its
+# files that comes before FILE (it writes each name to main.done).
+wait_for_main_lane() {
+	local f
+	for f in "${files[@]}"; do
+		[ "$f" != "$1" ] || return 0
+		is_beside "$f" && continue
+		until grep -qxF -- "$f" "$TEST_TMP/main.done" 2>/dev/null; do
+			sleep 2
+		done
+	done
 }
 
 finish_side_lane() {
@@ -192,7 +215,9 @@ for f in "${files[@]}"; do
 	if [ -z "$SIDE_PID" ] && [[ "${f##*/}" != full-0-* ]]; then
 		start_side_lane
 	fi
-	is_beside "$f" || run_file "$f"
+	is_beside "$f" && continue
+	run_file "$f"
+	echo "$f" >>"$TEST_TMP/main.done"
 done
 finish_side_lane
 
