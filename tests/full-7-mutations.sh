@@ -132,7 +132,7 @@ run_mutant() {
 }
 
 test_mutations_are_killed() {
-	local name boundary fault tests test total=0 killed=0 untried=0
+	local name boundary fault tests test total=0 killed=0 untried=0 start
 	# shellcheck disable=SC2031 # run_mutant changes TEST_TMP in a subshell only
 	local report="$TEST_TMP/mutations.txt"
 	: >"$report.tmp"
@@ -141,8 +141,10 @@ test_mutations_are_killed() {
 		local all=killed
 		for test in $tests; do
 			declare -F "$test" >/dev/null || fail "mutant $name names no test $test"
+			start=$SECONDS
 			run_mutant "$name" "$boundary" "$fault" "$test"
-			echo "mutant $name: $test: $VERDICT"
+			# The seconds too: where the mutation test's time goes.
+			echo "mutant $name: $test: $VERDICT ($((SECONDS - start)) s)"
 			if [[ "$VERDICT" == "not tried: "* ]]; then
 				[ "$all" != killed ] || all=untried
 				echo "mutant $name: $test $VERDICT" >>"$report.tmp"
