@@ -292,7 +292,9 @@ test_pack_debs_are_verified_by_apt() {
 	# them: a changed InRelease and a swapped .deb are refused, by
 	# name, and apt installs nothing.
 	have apt-get || skip "apt-get not found"
-	local pack="$TEST_TMP/pack debs.tar.gz" fake="$TEST_TMP/fake verify host" stage="$TEST_TMP/debs stage"
+	# The pack an earlier test made: a mutant's run (its own TEST_TMP)
+	# gets the real run's (tests/full-7-mutations.sh) and makes none.
+	local pack="${DEBS_PACK_CACHE:-$TEST_TMP}/pack debs.tar.gz" fake="$TEST_TMP/fake verify host" stage="$TEST_TMP/debs stage"
 	local bad="$TEST_TMP/bad debs.tar.gz" release deb other
 	[ -f "$pack" ] || {
 		lab build x86_64

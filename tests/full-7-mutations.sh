@@ -102,6 +102,9 @@ run_mutant() {
 		shopt -s inherit_errexit
 		# The listings test's guest consoles are the real run's.
 		export DOC_LISTINGS_CACHE="$TEST_TMP/doc-consoles"
+		# And the pack with Debian packages is the real run's: its
+		# making (two minutes) is not what the mutants change.
+		export DEBS_PACK_CACHE="$TEST_TMP"
 		export PATH="$dir/bin:$PATH" TEST_TMP="$work"
 		if [ "$boundary" = vmlinux ]; then
 			vmlinux_of() { echo "$dir/$1/vmlinux"; }
