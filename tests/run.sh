@@ -39,6 +39,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+# This run's, not the suites its tests start.
+KEEP_LOGS=${KCFI_LAB_TEST_LOGS:-}
+unset KCFI_LAB_TEST_LOGS
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcfi-lab-test.XXXXXX")
 export TEST_TMP
 # Every process this run starts carries its pid in the environment (a
@@ -65,8 +68,8 @@ cleanup() {
 	fi
 	# Every test's log, kept where KCFI_LAB_TEST_LOGS says (a passing
 	# test's log shows where its time went).
-	if [ -n "${KCFI_LAB_TEST_LOGS:-}" ] && mkdir -p "$KCFI_LAB_TEST_LOGS"; then
-		cp "$TEST_TMP"/test_*.log "$KCFI_LAB_TEST_LOGS/" 2>/dev/null || true
+	if [ -n "$KEEP_LOGS" ] && mkdir -p "$KEEP_LOGS"; then
+		cp "$TEST_TMP"/test_*.log "$KEEP_LOGS/" 2>/dev/null || true
 	fi
 	rm -rf "$TEST_TMP"
 }
