@@ -18,7 +18,7 @@ LAB_OS_RELEASE=${KCFI_LAB_OS_RELEASE:-/etc/os-release}
 
 # The keys every arch file and every kernel file must set (possibly empty).
 ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
-	qemu_cpu qemu_firmware console kvm kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
+	qemu_cpu qemu_firmware console kvm kvm_cpu_flags kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
 KERNEL_KEYS=(default source_package source_tarball branch default_arch fragments
 	rerandomizes norand_arg impl_lines off_arches off_arg cfi_option)

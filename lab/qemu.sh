@@ -45,12 +45,27 @@ kvm_creates_vm() {
 	python3 -c 'import fcntl, os; kvm = os.open("/dev/kvm", os.O_RDWR); os.close(fcntl.ioctl(kvm, 0xAE01, 0))' 2>/dev/null
 }
 
+# Where the host's CPU flags are read (a test gives another file).
+LAB_CPUINFO=/proc/cpuinfo
+
+# kvm_cpu_virtualizes ARCH: the host's CPU lists one of the flags ARCH's
+# file says KVM needs (vmx or svm on x86_64), or the file names none.
+# Seen: /dev/kvm that opens and makes a VM on a CPU without them, where
+# the test boot could only time out.
+kvm_cpu_virtualizes() {
+	local flags
+	flags=$(arch_get "$1" kvm_cpu_flags)
+	[ -n "$flags" ] || return 0
+	grep -qwE "${flags// /|}" "$LAB_CPUINFO" 2>/dev/null
+}
+
 # kvm_usable: /dev/kvm existing is not enough (seen: a device whose
-# KVM_SET_MSRS fails); the host is asked for a VM, then a short real boot
-# decides, once per QEMU version.
+# KVM_SET_MSRS fails); the CPU's flags and the host's answer to a VM
+# request decide in milliseconds, then a short real boot, once per QEMU
+# version.
 kvm_usable() {
 	local arch=$1 cache version qemu
-	kvm_may_work "$arch" && kvm_creates_vm || return 1
+	kvm_may_work "$arch" && kvm_cpu_virtualizes "$arch" && kvm_creates_vm || return 1
 	qemu=$(qemu_binary "$arch")
 	version=$("$qemu" --version | sed -n 1p)
 	cache="$LAB_STATE/kvm-probe-$arch"
@@ -79,8 +94,13 @@ accel_args() {
 		machine_args "$arch" kvm
 		return
 	fi
-	kvm_may_work "$arch" && [ -e /dev/kvm ] &&
-		info "/dev/kvm is present but a test boot failed; using TCG (slower)"
+	if kvm_may_work "$arch" && [ -e /dev/kvm ]; then
+		if kvm_cpu_virtualizes "$arch"; then
+			info "/dev/kvm is present but a test boot failed; using TCG (slower)"
+		else
+			info "/dev/kvm is present but the CPU has no $(arch_get "$arch" kvm_cpu_flags | sed 's/ / or /g') flag; using TCG (slower)"
+		fi
+	fi
 	machine_args "$arch" tcg
 }
 
