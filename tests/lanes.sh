@@ -36,7 +36,7 @@ lane_hosts() {
 # it is there: its suite and that suite's security updates, from the
 # mirrors this machine's apt uses, checked against its keyring.
 lane_root() {
-	local host=$1 suite log="$TEST_TMP/lane-$1-mmdebstrap.log" tmp
+	local host=$1 suite log="$TEST_TMP/lane-$1-mmdebstrap.$BASHPID.log" tmp
 	local -a sources
 	[ ! -s "$LANES_DIR/$host.tar" ] || return 0
 	suite=$(sed -n 's/^suite=//p' "$KCFI_LAB_ROOT/lab/host/$host.conf")
@@ -44,7 +44,7 @@ lane_root() {
 	mapfile -t sources < <(suite_sources "$suite" "$suite-security")
 	[ "${#sources[@]}" -gt 0 ] || fail "no mirror for $suite"
 	mkdir -p "$LANES_DIR"
-	# A name of its own: two tests may make the same root at once.
+	# Names of its own: two tests may make the same root at once.
 	tmp="$LANES_DIR/$host.tar.tmp.$BASHPID"
 	if ! mmdebstrap --mode=root --variant=apt --format=tar --include="$LANE_INCLUDE" \
 		"$suite" "$tmp" "${sources[@]}" >"$log" 2>&1; then
