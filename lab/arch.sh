@@ -20,7 +20,7 @@ LAB_OS_RELEASE=${KCFI_LAB_OS_RELEASE:-/etc/os-release}
 ARCH_KEYS=(aliases kbuild_arch image debian_arch qemu qemu_package qemu_machine
 	qemu_cpu qemu_firmware console kvm kvm_cpu_flags kernel_args clang_target gdb_arch trap_mnemonic trap_text indirect_call
 	cfi_handler check_registers oops_line untyped_target kcfi_since)
-KERNEL_KEYS=(default source_package source_tarball branch default_arch fragments
+KERNEL_KEYS=(default source_package source_tarball branch default_arch base_allconfig base_fragments fragments
 	rerandomizes norand_arg impl_lines off_arches off_arg cfi_option)
 # A host file sets these, and for every kernel K: K.llvm, K.toolchain_suites,
 # K.source_suites. An arch A other than the host's may have A.busybox_suites;

@@ -4,11 +4,26 @@
 # config_fragments ARCH: the in-tree fragments the bundle carries, in
 # merge order (the kernel file's list, @kbuild_arch@ filled in).
 config_fragments() {
+	kernel_tree_paths "$1" fragments
+}
+
+# kernel_tree_paths ARCH KEY: the paths the lab kernel's file names in KEY,
+# in the worktree, with ARCH's kbuild_arch for @kbuild_arch@.
+kernel_tree_paths() {
 	local f karch
 	karch=$(kbuild_arch "$1")
-	for f in $(kernel_get fragments); do
+	for f in $(kernel_get "$2"); do
 		echo "$LAB_WORKTREE/${f//@kbuild_arch@/$karch}"
 	done
+}
+
+# base_fragments ARCH: those of the kernel's base_fragments the tree has
+# (as "make tinyconfig" merges them: not every arch has its own).
+base_fragments() {
+	local f
+	while IFS= read -r f; do
+		[ ! -f "$f" ] || echo "$f"
+	done < <(kernel_tree_paths "$1" base_fragments)
 }
 
 kmake() {
@@ -92,18 +107,23 @@ configure_kernel() {
 	if [ -f "$out/.config" ] && [ "$(cat "$out/.kcfi-lab-config" 2>/dev/null)" = "$stamp" ]; then
 		return 0
 	fi
-	local -a frags
+	local -a frags base
 	mapfile -t frags < <(config_fragments "$arch")
-	local f
-	for f in "${frags[@]}"; do
+	mapfile -t base < <(base_fragments "$arch")
+	local f allconfig
+	allconfig=$(kernel_tree_paths "$arch" base_allconfig)
+	for f in "$allconfig" "${frags[@]}"; do
 		[ -f "$f" ] || die "config fragment missing from the kernel branch: $f"
 	done
 	mkdir -p "$out"
 	log=$(new_log "config-$arch")
 	info "configuring $arch: tinyconfig + ${frags[*]#"$LAB_WORKTREE/"} (log: $log)"
+	# tinyconfig's own steps, with its olddefconfig and the fragments'
+	# as one: two kconfig passes, not three, and the same .config.
 	{
-		kmake "$arch" tinyconfig &&
-			"$LAB_WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${frags[@]}" &&
+		KCONFIG_ALLCONFIG=$allconfig kmake "$arch" -j"$KCFI_LAB_JOBS" allnoconfig &&
+			"$LAB_WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
+				${base[@]+"${base[@]}"} "${frags[@]}" &&
 			kmake "$arch" olddefconfig
 	} >"$log" 2>&1 || die "configuring $arch failed (log: $log)"
 	verify_config "$arch"
