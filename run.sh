@@ -88,17 +88,21 @@ prepare() {
 		info "using the $1 kernel from the pack ($(sed -n 's/^created: //p' "$PACK_MANIFEST"))"
 		return 0
 	fi
+	# What the kernels share under the home's lock; the build under this
+	# kernel's alone, so that another kernel's run.sh goes on beside it.
+	lock_kernel
 	lock_home
 	ensure_packages
 	for arch in "$@"; do
 		fetch_busybox "$arch"
 	done
 	prepare_tree
+	unlock_home
 	for arch in "$@"; do
 		build_kernel "$arch"
 		build_initramfs "$arch"
 	done
-	unlock_home
+	unlock_kernel
 }
 
 # boot ARCH MODE GDB NO_TMUX RUN_SET CMDS TIMEOUT APPEND PORT [FILE...]:
@@ -299,8 +303,9 @@ main() {
 		boot "${arch:-$(kernel_get default_arch)}" "$mode" "$gdb" "$no_tmux" "$run_set" "$cmds" \
 			"${timeout:-300}" "$append" "$port" "${files[@]}"
 		;;
-	setup) lock_home && cmd_setup "$tests" ;;
+	setup) lock_kernel && lock_home && cmd_setup "$tests" ;;
 	prepare)
+		lock_kernel
 		lock_home
 		ensure_packages
 		prepare_tree
@@ -314,12 +319,13 @@ main() {
 	bundle) cmd_bundle ;;
 	pack)
 		[ "${#args[@]}" -gt 0 ] || mapfile -t args < <(lab_arches)
+		lock_kernel
 		lock_home
 		cmd_pack "${output:-$KCFI_LAB_HOME/kcfi-lab-pack$LAB_SUFFIX.tar.gz}" "$debs" "${args[@]}"
 		;;
 	unpack)
 		[ -n "$pack" ] || usage_error "unpack needs a pack file"
-		lock_home
+		lock_every_kernel
 		cmd_unpack "$pack" "$key"
 		;;
 	esac

@@ -36,7 +36,7 @@ check_commit() {
 main() {
 	[ -z "$(git -C "$LAB_WORKTREE" status --porcelain --untracked-files=no)" ] ||
 		die "the worktree has uncommitted changes; commit or stash them first"
-	lock_home
+	lock_kernel
 	trap restore EXIT
 	local c
 	for c in $(git -C "$LAB_WORKTREE" rev-list --reverse "$LAB_DISTRO..$LAB_BRANCH"); do

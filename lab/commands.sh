@@ -93,12 +93,12 @@ kernel_status() {
 # cmd_clean ALL: builds, initramfs images and logs; everything when ALL
 # is not empty (--all).
 cmd_clean() {
-	lock_home
+	lock_every_kernel
 	if [ -n "${1:-}" ]; then
 		info "removing $KCFI_LAB_HOME"
-		# Everything but the lock first, while it is held; then the lock.
-		find "$KCFI_LAB_HOME" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
-		rm -f "$KCFI_LAB_HOME/.lock"
+		# Everything but the locks first, while they are held; then the locks.
+		find "$KCFI_LAB_HOME" -mindepth 1 -maxdepth 1 ! -name '.lock*' -exec rm -rf {} +
+		rm -f "$KCFI_LAB_HOME"/.lock*
 		unlock_home
 		rmdir "$KCFI_LAB_HOME" 2>/dev/null || true
 		return
@@ -108,6 +108,7 @@ cmd_clean() {
 }
 
 cmd_bundle() {
+	lock_kernel
 	lock_home
 	[ -d "$LAB_GIT" ] || die "no kernel repository in $KCFI_LAB_HOME; run ./run.sh build$LAB_KOPT first"
 	recut_bundle

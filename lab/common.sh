@@ -98,33 +98,91 @@ is_tty() {
 	[ -t 0 ] && [ -t 1 ]
 }
 
-# lock_home: one run.sh at a time may change the state directory.
-# The lock is dropped when the process exits, or by unlock_home.
-lock_home() {
+# The lab's home has two kinds of lock. The home's (.lock) covers what
+# every kernel shares: packages, the kernel repository, busybox, packs.
+# A kernel's (.lock.kernel, .lock.kernel-VERSION) covers its worktree,
+# builds and initramfs images. A run.sh that builds one kernel holds only
+# that kernel's lock while it compiles: another kernel's run.sh may
+# prepare, build or boot beside it, as may a guest of the same kernel
+# once its build is done. A kernel's lock is taken before the home's.
+
+# lock_check_dir: the home is a directory the lab may write to.
+lock_check_dir() {
 	[ ! -e "$KCFI_LAB_HOME" ] || [ -d "$KCFI_LAB_HOME" ] ||
 		die "KCFI_LAB_HOME ($KCFI_LAB_HOME) is not a directory; set it to a directory the lab may use"
 	if ! mkdir -p "$KCFI_LAB_HOME" "$LAB_STATE" "$LAB_LOGS" 2>/dev/null || [ ! -w "$KCFI_LAB_HOME" ]; then
 		die "cannot write to KCFI_LAB_HOME ($KCFI_LAB_HOME); set it to a directory the lab may use"
 	fi
-	# The lock files are the lab's own: never opened through a link (a
-	# link to a file elsewhere would be written to).
-	local f
-	for f in "$KCFI_LAB_HOME/.lock" "$KCFI_LAB_HOME/.lock.pid"; do
-		[ ! -L "$f" ] || die "$f is a symbolic link, not the lab's lock; remove it"
+}
+
+# lock_take VAR FILE WHAT [--wait]: lock FILE on a new descriptor, whose
+# number goes to VAR, and write this process's pid to FILE.pid. Neither
+# is opened through a link (a link to a file elsewhere would be written
+# to). Another holder is an error naming WHAT; with --wait this run.sh
+# says so and waits for it.
+lock_take() {
+	local var=$1 f=$2 what=$3 wait=${4:-} p fd
+	lock_check_dir
+	for p in "$f" "$f.pid"; do
+		[ ! -L "$p" ] || die "$p is a symbolic link, not the lab's lock; remove it"
 	done
-	exec 9>>"$KCFI_LAB_HOME/.lock"
-	if ! flock -n 9; then
-		die "another run.sh is working in $KCFI_LAB_HOME (pid $(cat "$KCFI_LAB_HOME/.lock.pid" 2>/dev/null || echo '?')); wait for it to finish"
+	exec {fd}>>"$f"
+	if ! flock -n "$fd"; then
+		[ "$wait" = --wait ] ||
+			die "another run.sh is working $what (pid $(cat "$f.pid" 2>/dev/null || echo '?')); wait for it to finish"
+		info "waiting for another run.sh working $what (pid $(cat "$f.pid" 2>/dev/null || echo '?'))"
+		flock "$fd"
 	fi
-	rm -f "$KCFI_LAB_HOME/.lock.pid"
+	rm -f "$f.pid"
 	# noclobber: a link put there since is not written through.
-	(set -C && echo "$$" >"$KCFI_LAB_HOME/.lock.pid") 2>/dev/null ||
-		die "$KCFI_LAB_HOME/.lock.pid appeared while the lab took its lock; remove it"
+	(set -C && echo "$$" >"$f.pid") 2>/dev/null ||
+		die "$f.pid appeared while the lab took its lock; remove it"
+	printf -v "$var" '%s' "$fd"
+}
+
+# lock_home: one run.sh at a time may change what the kernels share. It
+# is held for minutes at most (an import, a setup, a pack), never for a
+# build: another run.sh waits for it, and says so. Dropped when the
+# process exits, or by unlock_home.
+LAB_HOME_FD=""
+lock_home() {
+	[ -n "$LAB_HOME_FD" ] || lock_take LAB_HOME_FD "$KCFI_LAB_HOME/.lock" "in $KCFI_LAB_HOME" --wait
 }
 
 unlock_home() {
+	[ -n "$LAB_HOME_FD" ] || return 0
 	rm -f "$KCFI_LAB_HOME/.lock.pid"
-	exec 9>&-
+	exec {LAB_HOME_FD}>&-
+	LAB_HOME_FD=""
+}
+
+# lock_kernel [KERNEL]: one run.sh at a time may change a kernel's
+# worktree, builds and initramfs images (the lab kernel's by default).
+# Taken before the home's lock, never after.
+declare -gA LAB_KERNEL_FD=()
+lock_kernel() {
+	local k=${1:-$LAB_KERNEL}
+	[ -z "${LAB_KERNEL_FD[$k]:-}" ] || return 0
+	lock_take "LAB_KERNEL_FD[$k]" "$KCFI_LAB_HOME/.lock.kernel$(kernel_suffix "$k")" "on Linux $k in $KCFI_LAB_HOME"
+}
+
+unlock_kernel() {
+	local k=$LAB_KERNEL fd
+	fd=${LAB_KERNEL_FD[$k]:-}
+	[ -n "$fd" ] || return 0
+	rm -f "$KCFI_LAB_HOME/.lock.kernel$LAB_SUFFIX.pid"
+	exec {fd}>&-
+	unset "LAB_KERNEL_FD[$k]"
+}
+
+# lock_every_kernel: every kernel's lock, then the home's: for what
+# changes them all (clean, unpack). Held until the process exits.
+lock_every_kernel() {
+	local k
+	for k in $(lab_kernels); do
+		lock_kernel "$k"
+	done
+	lock_home
 }
 
 # new_log NAME: print the path of a fresh log file for a step; the 100
@@ -136,19 +194,20 @@ new_log() {
 	echo "$LAB_LOGS/$1$LAB_SUFFIX-$(date +%Y%m%d-%H%M%S).log"
 }
 
+# kernel_suffix KERNEL: what the names of KERNEL's state end with.
+kernel_suffix() {
+	[ "$1" = "$LAB_DEFAULT_KERNEL" ] || echo "-$1"
+}
+
 # kernel_paths: the names of the lab kernel's own state. The default
 # kernel keeps the names the state directory had before there was a
 # second one (worktree, build/ARCH, branch kcfi-lab on "distro"); every
 # other kernel's carry the suffix -VERSION.
 kernel_paths() {
 	# LAB_KOPT: what a command the lab suggests needs to name the kernel.
-	if kernel_is_default; then
-		LAB_SUFFIX=""
-		LAB_KOPT=""
-	else
-		LAB_SUFFIX="-$LAB_KERNEL"
-		LAB_KOPT=" --kernel $LAB_KERNEL"
-	fi
+	LAB_SUFFIX=$(kernel_suffix "$LAB_KERNEL")
+	LAB_KOPT=""
+	kernel_is_default || LAB_KOPT=" --kernel $LAB_KERNEL"
 	LAB_WORKTREE="$KCFI_LAB_HOME/worktree$LAB_SUFFIX"
 	LAB_DISTRO="distro$LAB_SUFFIX"
 	LAB_BRANCH_STATE="$LAB_STATE/branch$LAB_SUFFIX"

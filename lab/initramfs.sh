@@ -7,7 +7,10 @@ gen_init_cpio() {
 	local tool="$LAB_BIN/gen_init_cpio" src="$LAB_WORKTREE/usr/gen_init_cpio.c"
 	if [ ! -x "$tool" ] || [ "$src" -nt "$tool" ]; then
 		mkdir -p "$LAB_BIN"
-		cc -O2 -o "$tool" "$src" || die "cannot compile $src"
+		# Shared by every kernel's run.sh, which may build beside
+		# another's: made under a name of its own, then renamed.
+		cc -O2 -o "$tool.$$" "$src" || die "cannot compile $src"
+		mv -f "$tool.$$" "$tool"
 	fi
 	echo "$tool"
 }
@@ -70,7 +73,7 @@ build_initramfs() {
 	[ -x "$busybox" ] || die "busybox for $arch not found at $busybox; run: ./run.sh setup$LAB_KOPT"
 	stamp=$(initramfs_stamp "$arch")
 	[ -f "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ] && return 0
-	stage="$KCFI_LAB_HOME/initramfs/stage-$arch"
+	stage="$KCFI_LAB_HOME/initramfs/stage-$arch$LAB_SUFFIX"
 	rm -rf "$stage"
 	mkdir -p "$stage"
 	cp "$busybox" "$stage/busybox"

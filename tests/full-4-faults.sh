@@ -79,7 +79,10 @@ test_replay_onto_a_later_import() {
 	# the background holding the lab's lock once prepare has returned.
 	git --git-dir="$home/linux.git" config gc.auto 1
 	KCFI_LAB_HOME="$home" lab prepare
-	flock -n "$home/.lock" true || fail "the lock is still held after prepare: $(fuser -v "$home/.lock" 2>&1)"
+	local lock
+	for lock in "$home/.lock" "$home/.lock.kernel"; do
+		flock -n "$lock" true || fail "$lock is still held after prepare: $(fuser -v "$lock" 2>&1)"
+	done
 	local wt="$home/worktree"
 	assert_replayed "$wt" cfi_permissive
 
@@ -95,68 +98,6 @@ test_replay_onto_a_later_import() {
 	[ ! -e "$home/replay.tmp" ] || fail "scratch worktree left behind"
 	git -C "$wt" worktree list | has_match replay && fail "scratch worktree still registered"
 	return 0
-}
-
-# start_build [FILE [DIR]]: a build that has work to do: a no-op make at
-# least, and a compile when FILE (in the worktree) is touched; DIR goes
-# first in its PATH.
-start_build() {
-	[ -z "${1:-}" ] || touch "$LAB_WORKTREE/$1"
-	rm -f "$(build_dir x86_64)/.kcfi-lab-built"
-	# Job control gives the build its own process group, as a terminal
-	# would, and keeps SIGINT deliverable (without it, background jobs
-	# ignore SIGINT).
-	set -m
-	env ${2:+PATH="$2:$PATH"} "$KCFI_LAB_ROOT/run.sh" build x86_64 >"$TEST_TMP/build1.log" 2>&1 &
-	BUILD_PID=$!
-	set +m
-}
-
-# slow_compiler DIR FILE: in DIR, a clang$KCFI_LAB_LLVM that, compiling
-# FILE, says so (DIR/compiling) and takes a minute, or until a signal
-# ends it; any other file it compiles as the real one does.
-slow_compiler() {
-	local cc="clang$KCFI_LAB_LLVM"
-	mkdir -p "$1"
-	cat >"$1/$cc" <<EOF
-#!/bin/sh
-case "\$*" in
-*$2*) touch "$1/compiling" && sleep 60 ;;
-esac
-exec $(command -v "$cc") "\$@"
-EOF
-	chmod +x "$1/$cc"
-}
-
-test_lock_then_ctrl_c_during_a_build() {
-	# While a build compiles, a second run.sh on the same home is refused;
-	# then Ctrl-C stops the build, and the same command resumes it.
-	# kallsyms is a host tool kbuild compiles first, in its prepare
-	# stage, and the rerun does not need a relink of vmlinux. Its
-	# compile is made slow, and the Ctrl-C waits for it to begin: it
-	# lands in a real compile however loaded the machine is.
-	local slow="$TEST_TMP/slow-cc" _
-	slow_compiler "$slow" scripts/kallsyms.c
-	start_build scripts/kallsyms.c "$slow"
-	for _ in $(seq 1 600); do
-		[ ! -e "$slow/compiling" ] || break
-		kill -0 "$BUILD_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	[ -e "$slow/compiling" ] || fail "the build did not compile scripts/kallsyms.c: $(tail -n 5 "$TEST_TMP/build1.log")"
-	expect_exit 1 lab build x86_64
-	[[ "$OUT" == "kcfi-lab: error: another run.sh is working in $KCFI_LAB_HOME (pid "*"); wait for it to finish" ]] ||
-		fail "unexpected: $OUT"
-	kill -INT -- "-$BUILD_PID"
-	local rc=0
-	wait "$BUILD_PID" || rc=$?
-	assert_eq "$rc" 130 "exit status after Ctrl-C"
-	assert_grep 'build interrupted; run the same command again to resume' "$TEST_TMP/build1.log"
-	[ -z "$(git -C "$LAB_WORKTREE" status --porcelain --untracked-files=no)" ] || fail "worktree changed"
-	expect_exit 0 lab build x86_64
-	[[ "$OUT" == *"x86_64 kernel built in"* ]] || fail "no build after the interruption: $OUT"
-	expect_exit 0 lab x86_64 --run 'echo BOOTED-AFTER-CTRL-C'
-	[[ "$OUT" == *BOOTED-AFTER-CTRL-C* ]] || fail "the rebuilt kernel does not boot"
 }
 
 test_hung_guest_times_out_with_last_lines() {

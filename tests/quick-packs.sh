@@ -104,7 +104,7 @@ expect_refused() {
 	expect_exit 1 env KCFI_LAB_HOME="$home" "$KCFI_LAB_ROOT/run.sh" unpack "$pack" --key "$(signing_key instructor).pub"
 	# shellcheck disable=SC2053 # WHY is a pattern
 	[[ "$OUT" == $why ]] || fail "unexpected: $OUT"
-	[ -z "$(find "$home" -mindepth 1 -maxdepth 1 ! -name state ! -name logs ! -name .lock ! -name .lock.pid 2>/dev/null)" ] ||
+	[ -z "$(find "$home" -mindepth 1 -maxdepth 1 ! -name state ! -name logs ! -name '.lock*' 2>/dev/null)" ] ||
 		fail "a refused pack wrote into the home: $(find "$home" -mindepth 1 -maxdepth 2 | sed -n 1,5p)"
 	assert_eq "$(outside_state)" "$before" "what is outside the home"
 }

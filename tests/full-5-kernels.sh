@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lab's other kernels (lab/kernel/*.conf other than the default),
-# built for every arch they have KCFI on by tests/full-1-build.sh: their
+# built for every arch they have KCFI on by tests/full-1-kernels.sh: their
 # guests go through the same boots and gdb walk as the default kernel's,
 # judged the same way. Then what only some kernels do: the type ids re-randomized at
 # boot, the padded preambles, the kernel's own line naming the CFI
@@ -221,3 +221,95 @@ for f in json.load(open(sys.argv[1]))["functions"]:
 }
 
 test_kernels_preamble_register_is_the_arity() { each_kernel_arch preamble_arity_agrees; }
+
+# start_build [FILE [DIR]]: a build that has work to do: a no-op make at
+# least, and a compile when FILE (in the worktree) is touched; DIR goes
+# first in its PATH.
+start_build() {
+	[ -z "${1:-}" ] || touch "$LAB_WORKTREE/$1"
+	rm -f "$(build_dir x86_64)/.kcfi-lab-built"
+	# Job control gives the build its own process group, as a terminal
+	# would, and keeps SIGINT deliverable (without it, background jobs
+	# ignore SIGINT).
+	set -m
+	env ${2:+PATH="$2:$PATH"} "$KCFI_LAB_ROOT/run.sh" build x86_64 >"$TEST_TMP/build1.log" 2>&1 &
+	BUILD_PID=$!
+	set +m
+}
+
+# stop_build: Ctrl-C to the build start_build started, if it still runs.
+stop_build() {
+	[ -n "${BUILD_PID:-}" ] || return 0
+	kill -INT -- "-$BUILD_PID" 2>/dev/null || true
+	wait "$BUILD_PID" 2>/dev/null || true
+}
+
+# slow_compiler DIR FILE: in DIR, a clang$KCFI_LAB_LLVM that, compiling
+# FILE, says so (DIR/compiling) and takes a minute, or until a signal
+# ends it; any other file it compiles as the real one does.
+slow_compiler() {
+	local cc="clang$KCFI_LAB_LLVM"
+	mkdir -p "$1"
+	cat >"$1/$cc" <<EOF
+#!/bin/sh
+case "\$*" in
+*$2*) touch "$1/compiling" && sleep 60 ;;
+esac
+exec $(command -v "$cc") "\$@"
+EOF
+	chmod +x "$1/$cc"
+}
+
+test_lock_then_ctrl_c_during_a_build() {
+	# While a build compiles, a second run.sh on the same home is refused;
+	# then Ctrl-C stops the build, and the same command resumes it.
+	# kallsyms is a host tool kbuild compiles first, in its prepare
+	# stage, and the rerun does not need a relink of vmlinux. Its
+	# compile is made slow, and the Ctrl-C waits for it to begin: it
+	# lands in a real compile however loaded the machine is.
+	local slow="$TEST_TMP/slow-cc" _
+	slow_compiler "$slow" scripts/kallsyms.c
+	start_build scripts/kallsyms.c "$slow"
+	# A failed assertion must not leave the build holding the lock.
+	trap stop_build EXIT
+	for _ in $(seq 1 600); do
+		[ ! -e "$slow/compiling" ] || break
+		kill -0 "$BUILD_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	[ -e "$slow/compiling" ] || fail "the build did not compile scripts/kallsyms.c: $(tail -n 5 "$TEST_TMP/build1.log")"
+	expect_exit 1 lab build x86_64
+	[[ "$OUT" == "kcfi-lab: error: another run.sh is working on Linux $LAB_KERNEL in $KCFI_LAB_HOME (pid "*"); wait for it to finish" ]] ||
+		fail "unexpected: $OUT"
+	another_kernel_boots_beside_the_build
+	kill -INT -- "-$BUILD_PID"
+	local rc=0
+	wait "$BUILD_PID" || rc=$?
+	BUILD_PID=""
+	assert_eq "$rc" 130 "exit status after Ctrl-C"
+	assert_grep 'build interrupted; run the same command again to resume' "$TEST_TMP/build1.log"
+	[ -z "$(git -C "$LAB_WORKTREE" status --porcelain --untracked-files=no)" ] || fail "worktree changed"
+	expect_exit 0 lab build x86_64
+	[[ "$OUT" == *"x86_64 kernel built in"* ]] || fail "no build after the interruption: $OUT"
+	expect_exit 0 lab x86_64 --run 'echo BOOTED-AFTER-CTRL-C'
+	[[ "$OUT" == *BOOTED-AFTER-CTRL-C* ]] || fail "the rebuilt kernel does not boot"
+}
+
+# another_kernel_boots_beside_the_build: while BUILD_PID compiles the
+# lab kernel, a run.sh of another kernel in the same home prepares and
+# boots its guest (it waits for no build of another kernel), and the
+# build is still going when the guest is done.
+another_kernel_boots_beside_the_build() {
+	local k
+	k=$(other_kernels | sed -n 1p)
+	[ -n "$k" ] || return 0
+	(
+		use_kernel "$k"
+		# Bounded: a run.sh that waited for the build would wait for
+		# the slow compile's minute, and fail here.
+		expect_exit 0 timeout 45 "$KCFI_LAB_ROOT/run.sh" --kernel "$k" x86_64 --run 'echo BESIDE-THE-BUILD'
+		[[ "$OUT" == *BESIDE-THE-BUILD* ]] || fail "Linux $k did not boot beside the build: $OUT"
+		[[ "$OUT" != *"waiting for another run.sh"* ]] || fail "Linux $k waited for the build: $OUT"
+	)
+	kill -0 "$BUILD_PID" 2>/dev/null || fail "the build was over before Linux $k's guest was: $(tail -n 3 "$TEST_TMP/build1.log")"
+}
