@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Setup and build, once per arch and kernel; later files reuse the
-# kernels. Every build is here, before any guest test: the side lane's
-# fresh-machine lanes (tests/full-1-lanes.sh) start after this file and
-# run beside the guests, which keep one core busy, not beside a build,
-# which keeps both.
+# The default kernel's builds, one per arch; later files reuse them.
+# The other kernels build in the side lane (tests/full-1-kernels.sh),
+# which starts after this file, beside the default kernel's guest
+# tests: a guest keeps one core busy, a build the other.
 
 test_build_both_arches() {
 	lab build x86_64 arm64
@@ -109,17 +108,3 @@ test_import_is_the_tarball() {
 	assert_eq "$commit" "$(git --git-dir="$LAB_GIT" rev-parse "refs/tags/$(distro_tag)")" "the commit of the suite's own import"
 	assert_eq "$(git --git-dir="$home/linux.git" count-objects -v | sed -n 's/^count: //p')" 0 "loose objects after the import"
 }
-
-# The other kernels (lab/kernel/), each on every arch it has.
-build_kernel_arch() {
-	lab build --kernel "$LAB_KERNEL" "$1"
-	[ -f "$(kernel_image "$1")" ] || fail "no $1 kernel image for Linux $LAB_KERNEL"
-	[ -f "$(initramfs_image "$1")" ] || fail "no $1 initramfs for Linux $LAB_KERNEL"
-	[ -e "$(build_dir "$1")/vmlinux-gdb.py" ] || fail "no vmlinux-gdb.py for $1"
-	config_has_every_requested_option "$1"
-	# The kernel named by its version: the worktree is the package's.
-	assert_grep "^VERSION = ${LAB_KERNEL%%.*}$" "$LAB_WORKTREE/Makefile" "the worktree's kernel version"
-	assert_grep "^PATCHLEVEL = ${LAB_KERNEL#*.}$" "$LAB_WORKTREE/Makefile" "the worktree's patch level"
-}
-
-test_kernels_build_every_arch() { each_kernel_arch build_kernel_arch; }

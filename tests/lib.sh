@@ -82,6 +82,25 @@ guest_args() {
 # shellcheck source=lab/facts.sh
 . "$KCFI_LAB_ROOT/lab/facts.sh"
 
+# use_kernel KERNEL: the lab's, and in the main lane of a full run, for
+# a kernel but the default one, only once the side lane has built it.
+eval "lab_$(declare -f use_kernel)"
+use_kernel() {
+	[ "$1" = "$LAB_DEFAULT_KERNEL" ] || wait_for_other_kernels
+	lab_use_kernel "$1"
+}
+
+# wait_for_other_kernels: in the main lane, until the side lane has run
+# tests/full-1-kernels.sh (or has ended). Elsewhere (the side lane
+# itself, a quick run, a test run on its own) at once.
+wait_for_other_kernels() {
+	[ -z "${SIDE_LANE:-}" ] && [ -n "${SIDE_PID:-}" ] && [ -n "${SIDE_DONE:-}" ] || return 0
+	until grep -q '/full-1-kernels\.sh$' "$SIDE_DONE" 2>/dev/null; do
+		kill -0 "$SIDE_PID" 2>/dev/null || return 0
+		sleep 2
+	done
+}
+
 # other_kernels: every kernel of lab/kernel/ but the default one.
 other_kernels() {
 	local k

@@ -52,15 +52,23 @@ export KCFI_LAB_TEST_RUN=$$
 # there: a server of its own for every test.
 unset TMUX
 # The files whose tests start no QEMU, gdb or tmux of this machine's
-# and take no lock of the lab's home (they use homes of their own; the
-# fresh-machine lanes' guests run in a root and a pid namespace of their
-# own): they run in a second lane, beside the others (a guest boot keeps
-# one core busy, these the other). A full-N file there starts when the
-# main lane has run every file before it (the lanes need the default
-# kernel built). In --quick the static checks run beside the rest.
+# and hold no lock of the lab's home that a main-lane test needs (they
+# use homes of their own, or build a kernel the main lane does not use
+# until they are done; the fresh-machine lanes' guests run in a root and
+# a pid namespace of their own): they run in a second lane, beside the
+# others (a guest boot keeps one core busy, these the other). A full-N
+# file there starts when the main lane has run every file before it
+# (the other kernels' builds and the lanes need the default kernel
+# built); a main-lane test that switches to another kernel waits for
+# the side lane's builds (wait_for_other_kernels). In --quick the static
+# checks run beside the rest.
+EVERY_KERNEL_FROM=full-5-kernels.sh
 BESIDE=(quick-static.sh)
-[ -n "$QUICK" ] || BESIDE+=(quick-cli.sh quick-exercises.sh full-1-lanes.sh)
+[ -n "$QUICK" ] || BESIDE+=(quick-cli.sh quick-exercises.sh full-1-kernels.sh full-1-lanes.sh)
 SIDE_PID=""
+# The side lane's files as it finishes them (a mutant's test has a
+# TEST_TMP of its own: not derived from it).
+SIDE_DONE="$TEST_TMP/side.done"
 cleanup() {
 	if [ -n "$SIDE_PID" ]; then
 		kill -TERM -- "-$(cat "$TEST_TMP/side.test" 2>/dev/null || echo 0)" 2>/dev/null || true
@@ -176,6 +184,7 @@ start_side_lane() {
 			is_beside "$f" || continue
 			[[ "${f##*/}" != full-* ]] || wait_for_main_lane "$f"
 			run_file "$f"
+			echo "$f" >>"$SIDE_DONE"
 		done
 		echo "$passed $failed $skipped" >"$TEST_TMP/side.counts"
 	) >"$TEST_TMP/side.out" 2>&1 &
@@ -219,6 +228,9 @@ for f in "${files[@]}"; do
 		start_side_lane
 	fi
 	is_beside "$f" && continue
+	# From this file on, the main lane's files need every kernel: those
+	# before it switch kernels through use_kernel, which waits.
+	[[ "${f##*/}" != full-* || "${f##*/}" < "$EVERY_KERNEL_FROM" ]] || wait_for_other_kernels
 	run_file "$f"
 	echo "$f" >>"$TEST_TMP/main.done"
 done
