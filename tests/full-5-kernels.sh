@@ -237,11 +237,13 @@ start_build() {
 	set +m
 }
 
-# stop_build: Ctrl-C to the build start_build started, if it still runs.
+# stop_build: Ctrl-C to the build start_build started, if it still runs,
+# and the build done again, so that the tests after find the kernel built.
 stop_build() {
 	[ -n "${BUILD_PID:-}" ] || return 0
 	kill -INT -- "-$BUILD_PID" 2>/dev/null || true
 	wait "$BUILD_PID" 2>/dev/null || true
+	"$KCFI_LAB_ROOT/run.sh" build x86_64 >/dev/null 2>&1 || true
 }
 
 # slow_compiler DIR FILE: in DIR, a clang$KCFI_LAB_LLVM that, compiling
