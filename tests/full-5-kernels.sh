@@ -263,7 +263,8 @@ EOF
 }
 
 test_lock_then_ctrl_c_during_a_build() {
-	# While a build compiles, a second run.sh on the same home is refused;
+	# While a build compiles, a second run.sh for the same kernel is refused
+	# (another kernel's guest boots beside it);
 	# then Ctrl-C stops the build, and the same command resumes it.
 	# kallsyms is a host tool kbuild compiles first, in its prepare
 	# stage, and the rerun does not need a relink of vmlinux. Its
