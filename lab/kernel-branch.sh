@@ -54,15 +54,17 @@ import_distro() {
 	info "importing $DISTRO_PACKAGE $version into $LAB_GIT (${total:-?} MB)"
 	msg=$(mktemp)
 	printf 'Import Debian %s %s\n\nDistro-Version: %s\n' "$DISTRO_PACKAGE" "$version" "$version" >"$msg"
-	# Decompressed once, hashed once, written as one pack (no temporary
-	# tree, no loose objects): the tar stream becomes fast-import's
-	# input. Compression level 1 and no deltas: the repository is the
-	# lab's cache, and zlib's effort was most of the time.
+	# Decompressed once, hashed once, written as packs (no temporary
+	# tree, no loose objects): the tar stream becomes the input of two
+	# fast-imports at once (each hashes and compresses on one core),
+	# then of one for the trees and the commit. Compression level 1 and
+	# no deltas: the repository is the lab's cache, and zlib's effort
+	# was most of the time.
 	lgit update-ref -d refs/lab/import 2>/dev/null || true
 	if ! xz -T0 -dc "$DISTRO_TARBALL" |
-		python3 "$KCFI_LAB_ROOT/lab/tar-import.py" refs/lab/import "$msg" "$date" "KCFI Lab" "kcfi-lab@localhost" \
-			2> >(import_progress "${total:-?}") |
-		lgit -c pack.compression=1 -c core.compression=1 fast-import --quiet --depth=0; then
+		python3 "$KCFI_LAB_ROOT/lab/tar-import.py" --streams 2 refs/lab/import "$msg" "$date" "KCFI Lab" "kcfi-lab@localhost" \
+			-- git --git-dir="$LAB_GIT" -c pack.compression=1 -c core.compression=1 fast-import --quiet --depth=0 \
+			2> >(import_progress "${total:-?}") 9>&-; then
 		rm -f "$msg"
 		progress_end
 		die "importing $DISTRO_TARBALL failed; run the same command again"

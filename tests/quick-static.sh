@@ -322,36 +322,75 @@ test_tests_see_default_signal_handling() {
 
 # lab/tar-import.py against git itself, on a small tarball with what a
 # source tarball can hold: modes git keeps one bit of, links of both
-# kinds, names git quotes, a "./" before the top directory. The tree it
-# writes is the tree "git add -A -f" of the extracted files writes.
+# kinds, names git quotes, a "./" before the top directory, names and
+# link targets too long for a tar header, in each of tar's formats. The
+# tree it writes is the tree "git add -A -f" of the extracted files
+# writes. A damaged or cut archive is refused, with no commit.
 test_tar_import_writes_what_git_add_writes() {
-	local dir="$TEST_TMP/tar-import" repo want got prefix
+	local dir="$TEST_TMP/tar-import" repo want got prefix format long
 	have python3 || skip "python3 is not installed (./run.sh setup)"
 	rm -rf "$dir"
-	mkdir -p "$dir/top/sub dir" "$dir/x"
+	long="a-directory-name-of-sixty-characters-to-pass-a-header-s-field"
+	mkdir -p "$dir/top/sub dir" "$dir/x" "$dir/top/$long/$long"
 	printf 'a\n' >"$dir/top/plain"
 	printf 'b\n' >"$dir/top/group-x"
 	chmod 0654 "$dir/top/group-x"
 	printf '#!/bin/sh\n' >"$dir/top/sub dir/run"
 	chmod 0755 "$dir/top/sub dir/run"
 	printf 'q\n' >"$dir/top/\"quoted name"
+	printf 'l\n' >"$dir/top/$long/$long/a-file-whose-path-is-longer-than-one-hundred-and-fifty-five-bytes"
 	ln -s "../plain" "$dir/top/sub dir/link"
+	ln -s "$long/$long/a-file-whose-path-is-longer-than-one-hundred-and-fifty-five-bytes" "$dir/top/long-link"
 	ln "$dir/top/plain" "$dir/top/hard"
 	printf 'ignored\n' >"$dir/top/.gitignore"
 	repo="$dir/repo.git"
 	git init -q --bare "$repo"
-	GIT_INDEX_FILE="$dir/index" git --git-dir="$repo" --work-tree="$dir/top" add -A -f .
-	want=$(GIT_INDEX_FILE="$dir/index" git --git-dir="$repo" write-tree)
+	want=$(tree_of "$dir")
 	printf 'm\n' >"$dir/msg"
-	# shellcheck disable=SC2031 # KCFI_LAB_ROOT is this run's, not a mutant's
-	for prefix in top ./top; do
-		git --git-dir="$repo" update-ref -d refs/lab/import 2>/dev/null || true
-		(cd "$dir" && tar -cf - "$prefix") |
-			python3 "$KCFI_LAB_ROOT/lab/tar-import.py" refs/lab/import "$dir/msg" "0 +0000" "KCFI Lab" kcfi-lab@localhost |
-			git --git-dir="$repo" fast-import --quiet || fail "the import of $prefix failed"
-		got=$(git --git-dir="$repo" rev-parse 'refs/lab/import^{tree}')
-		assert_eq "$got" "$want" "the tree of a tarball of $prefix against git add's: $(git --git-dir="$repo" diff-tree -r "$want" "$got" | sed -n 1,3p)"
+	for format in gnu pax ustar; do
+		if [ "$format" = ustar ]; then
+			# ustar holds no link target over 100 bytes.
+			rm "$dir/top/long-link"
+			want=$(tree_of "$dir")
+		fi
+		for prefix in top ./top; do
+			tar_import "$dir" "$format" "$prefix" || fail "the import of $prefix as $format failed: $(cat "$dir/err")"
+			got=$(git --git-dir="$repo" rev-parse 'refs/lab/import^{tree}')
+			assert_eq "$got" "$want" "the tree of a $format tarball of $prefix against git add's: $(git --git-dir="$repo" diff-tree -r "$want" "$got" | sed -n 1,3p)"
+		done
 	done
+	# A flipped byte in the first header, then an archive cut short.
+	(cd "$dir" && tar -cf "$dir/good.tar" top)
+	{ printf 'x'; tail -c +2 "$dir/good.tar"; } >"$dir/bad.tar"
+	head -c 5000 "$dir/good.tar" >"$dir/cut.tar"
+	for format in bad cut; do
+		! tar_import "$dir" "$format" top || fail "a $format archive was imported"
+		grep -q '^tar-import: ' "$dir/err" || fail "no tar-import error for a $format archive: $(cat "$dir/err")"
+		! git --git-dir="$repo" rev-parse -q --verify refs/lab/import >/dev/null || fail "a $format archive left a commit"
+	done
+}
+
+# tree_of DIR: the tree "git add -A -f" writes of DIR/top, in DIR/repo.git.
+tree_of() {
+	rm -f "$1/index"
+	GIT_INDEX_FILE="$1/index" git --git-dir="$1/repo.git" --work-tree="$1/top" add -A -f . &&
+		GIT_INDEX_FILE="$1/index" git --git-dir="$1/repo.git" write-tree
+}
+
+# tar_import DIR FORMAT PREFIX: DIR/PREFIX as a FORMAT tarball (or DIR/FORMAT.tar)
+# through lab/tar-import.py into DIR/repo.git's refs/lab/import, its errors in DIR/err.
+tar_import() {
+	local dir=$1 format=$2 prefix=$3
+	git --git-dir="$dir/repo.git" update-ref -d refs/lab/import 2>/dev/null || true
+	# shellcheck disable=SC2031 # KCFI_LAB_ROOT is this run's, not a mutant's
+	{
+		if [ -f "$dir/$format.tar" ]; then
+			cat "$dir/$format.tar"
+		else
+			(cd "$dir" && tar --format="$format" -cf - "$prefix")
+		fi
+	} | python3 "$KCFI_LAB_ROOT/lab/tar-import.py" refs/lab/import "$dir/msg" "0 +0000" "KCFI Lab" kcfi-lab@localhost \
+		-- git --git-dir="$dir/repo.git" fast-import --quiet 2>"$dir/err"
 }
 
 # Every source mutant of tests/mutants.txt still changes its file: code
