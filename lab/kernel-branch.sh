@@ -181,9 +181,26 @@ checkout_worktree() {
 		rm -rf "$LAB_WORKTREE"
 		lgit worktree prune
 		info "checking out the kernel worktree into $LAB_WORKTREE"
-		# checkout.workers=0: one checkout worker per core.
-		lgit -c checkout.workers=0 worktree add -q -B "$LAB_BRANCH" "$LAB_WORKTREE" "$new" >/dev/null
+		lgit worktree add -q --no-checkout -B "$LAB_BRANCH" "$LAB_WORKTREE" "$new" >/dev/null
+		# checkout.workers=0: one checkout worker per core. --progress
+		# even into a pipe: its counts become the lab's progress.
+		git -C "$LAB_WORKTREE" -c checkout.workers=0 checkout -q -f --progress 2> >(checkout_progress) 9>&- ||
+			die "checking out $LAB_WORKTREE failed; run the same command again"
+		progress_end
 	fi
+}
+
+# checkout_progress: git's "Updating files: P% (N/TOTAL)" as progress;
+# anything else it says, as it is.
+checkout_progress() {
+	local line
+	tr '\r' '\n' | while IFS= read -r line; do
+		if [[ "$line" =~ ^"Updating files: "\ *[0-9]+%\ \(([0-9]+)/([0-9]+)\) ]]; then
+			progress checkout "${BASH_REMATCH[1]} of ${BASH_REMATCH[2]} files"
+		elif [ -n "$line" ]; then
+			printf '%s\n' "$line" >&2
+		fi
+	done
 }
 
 # recover_worktree: undo what an interrupted run left behind.

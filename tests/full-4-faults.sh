@@ -81,7 +81,9 @@ test_replay_onto_a_later_import() {
 	# git gc --auto runs after the replay's commits; it must not go on in
 	# the background holding the lab's lock once prepare has returned.
 	git --git-dir="$home/linux.git" config gc.auto 1
-	KCFI_LAB_HOME="$home" lab prepare
+	KCFI_LAB_HOME="$home" lab prepare 2>&1 | tee "$TEST_TMP/drift-prepare.out"
+	# The new worktree's checkout shows its progress, as a log shows it.
+	assert_grep '^kcfi-lab: checkout: [0-9]+ of [0-9]+ files$' "$TEST_TMP/drift-prepare.out" "the checkout's progress"
 	local lock
 	for lock in "$home/.lock" "$home/.lock.kernel"; do
 		flock -n "$lock" true || fail "$lock is still held after prepare: $(fuser -v "$lock" 2>&1)"
