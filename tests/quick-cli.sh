@@ -335,6 +335,31 @@ test_build_progress_counts_objects() {
 	assert_eq "$(cat "$record")" "10 42" "the record of a full build"
 }
 
+# Progress on a terminal (a tmux pane is one) is one line rewritten in
+# place; into a log or a pipe, plain "kcfi-lab:" lines. Fed git's own
+# checkout progress, through a pseudo-terminal (script) and a pipe.
+test_progress_in_place_on_a_terminal_plain_in_a_log() {
+	local feed="$TEST_TMP/progress-feed.sh" out
+	have script || skip "script is not installed (util-linux)"
+	cat >"$feed" <<'EOF'
+. "$1/lab/common.sh"
+. "$1/lab/kernel-branch.sh"
+printf 'Updating files:  50%% (1/2)\rUpdating files: 100%% (2/2), done.\n' | checkout_progress
+progress_end
+info finished
+EOF
+	# shellcheck disable=SC2031 # KCFI_LAB_ROOT is this run's, not a mutant's
+	out=$(script -qec "bash $(printf %q "$feed") $(printf %q "$KCFI_LAB_ROOT")" /dev/null </dev/null | cat -v)
+	printf '%s\n' "$out"
+	[[ "$out" == *'^M^[[K[checkout] 1 of 2 files^M^[[K[checkout] 2 of 2 files^M^[[Kkcfi-lab: finished'* ]] ||
+		fail "no progress rewritten in place on a terminal: $out"
+	# shellcheck disable=SC2031 # KCFI_LAB_ROOT is this run's, not a mutant's
+	out=$(KCFI_LAB_PROGRESS_SECONDS=0 bash "$feed" "$KCFI_LAB_ROOT" 2>&1 | cat -v)
+	assert_eq "$out" "kcfi-lab: checkout: 1 of 2 files
+kcfi-lab: checkout: 2 of 2 files
+kcfi-lab: finished" "the progress in a log"
+}
+
 # A QEMU fetched into the lab's home reads its firmware (the BIOS, the
 # option ROMs) from its own root, whichever way it was built: with fixed
 # paths, where "-L help" names /usr/share/..., which the wrapper must
